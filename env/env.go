@@ -1,0 +1,66 @@
+package env
+
+import "time"
+
+// TimerID names a timer set with Env.AfterFunc.
+type TimerID uint64
+
+// ConnID names one connection of a process. IDs are never reused within a
+// process's lifetime.
+type ConnID uint64
+
+// Env is everything a process may touch. All methods are called from the
+// process's own event loop only.
+type Env interface {
+	// Name is the address other processes dial to reach this one.
+	Name() string
+
+	// Now is the node's local clock. It may be skewed relative to other nodes.
+	Now() Time
+
+	// AfterFunc runs f on this process's event loop once d has passed on the
+	// local clock. A crash discards every pending timer.
+	AfterFunc(d time.Duration, f func()) TimerID
+	// Cancel stops a timer; it reports whether the timer was still pending.
+	Cancel(id TimerID) bool
+
+	// Dial opens a connection to the process listening at addr. It returns at
+	// once; Process.Connected or Process.Closed follows.
+	Dial(addr string) ConnID
+	// Send queues one frame on the connection. The frame arrives whole, in
+	// order, at most once. Send copies nothing the caller may reuse: the caller
+	// must not modify frame afterwards. Sending on a closed connection is a
+	// no-op; Process.Closed has been or will be delivered.
+	Send(c ConnID, frame []byte)
+	// Close closes the connection. The peer is told; this process is not.
+	Close(c ConnID)
+
+	// Disk is the node's disk, surviving process restarts (and, for synced
+	// bytes, power loss).
+	Disk() Disk
+
+	// Rand is this node's random stream.
+	Rand() *Rand
+
+	// Log writes a structured line into the trace: a message followed by
+	// alternating keys and values.
+	Log(msg string, kv ...any)
+}
+
+// Process is code that runs on a node: a broker, the controller, a client
+// application, the sink store. Every method runs on the node's event loop, one
+// call at a time; none may block.
+type Process interface {
+	// Start boots the process (or reboots it after a crash): it recovers its
+	// state from e.Disk() and sets its first timers. e stays valid for the
+	// life of this process instance.
+	Start(e Env)
+	// Connected reports a connection that is now open: one this process
+	// dialed (inbound false) or one a peer dialed to it (inbound true).
+	Connected(c ConnID, peer string, inbound bool)
+	// Received delivers one frame. The process owns frame.
+	Received(c ConnID, frame []byte)
+	// Closed reports that a connection is gone (reset, refused, peer closed or
+	// timed out). Frames in flight on it may or may not have arrived.
+	Closed(c ConnID)
+}

@@ -1,0 +1,271 @@
+package disk
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"sort"
+	"strings"
+
+	"github.com/kafkasim/kafkasim/env"
+)
+
+// Disk is one node's simulated disk. It implements env.Disk.
+type Disk struct {
+	files map[string]*file
+
+	// Armed faults. Each counts down the matching operations still to fail.
+	syncFailures int
+	readFailures map[string]int // by file name prefix; "" matches all
+
+	// Stats, for tests and the trace.
+	Syncs, Writes, Reads int64
+}
+
+type file struct {
+	data    []byte // current content, page cache included
+	durable []byte // content as of the last successful Sync
+	// pending is every write since the last Sync, in order, so that a torn
+	// power loss can let a prefix of them through.
+	pending []write
+	// appendOnly is true while every write since the last Sync appended at
+	// the end of durable: Sync can then extend durable instead of copying.
+	appendOnly bool
+}
+
+type write struct {
+	off int64
+	n   int64
+	// data is a copy of the written bytes, or nil while the file is append
+	// only (the bytes are then still in the page cache at off).
+	data []byte
+	// truncate is a truncation to off instead of a write.
+	truncate bool
+}
+
+var _ env.Disk = (*Disk)(nil)
+
+// New returns an empty disk.
+func New() *Disk {
+	return &Disk{files: map[string]*file{}, readFailures: map[string]int{}}
+}
+
+func (d *Disk) get(name string) (*file, error) {
+	f, ok := d.files[name]
+	if !ok {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return f, nil
+}
+
+func (d *Disk) create(name string) *file {
+	f, ok := d.files[name]
+	if !ok {
+		f = &file{appendOnly: true}
+		d.files[name] = f
+	}
+	return f
+}
+
+func (d *Disk) readFault(name string) bool {
+	for prefix, n := range d.readFailures {
+		if n > 0 && strings.HasPrefix(name, prefix) {
+			// Several prefixes may match; charge the one we found. Iteration
+			// order does not matter: whichever matches, the read fails.
+			d.readFailures[prefix] = n - 1
+			return true
+		}
+	}
+	return false
+}
+
+// ReadAt implements env.Disk.
+func (d *Disk) ReadAt(name string, p []byte, off int64) (int, error) {
+	f, err := d.get(name)
+	if err != nil {
+		return 0, err
+	}
+	d.Reads++
+	if len(d.readFailures) > 0 && d.readFault(name) {
+		return 0, fmt.Errorf("read %s at %d: %w", name, off, env.ErrIO)
+	}
+	if off < 0 {
+		return 0, fmt.Errorf("read %s: negative offset %d", name, off)
+	}
+	if off >= int64(len(f.data)) {
+		return 0, io.EOF
+	}
+	n := copy(p, f.data[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// ReadFile implements env.Disk.
+func (d *Disk) ReadFile(name string) ([]byte, error) {
+	f, err := d.get(name)
+	if err != nil {
+		return nil, err
+	}
+	d.Reads++
+	if len(d.readFailures) > 0 && d.readFault(name) {
+		return nil, fmt.Errorf("read %s: %w", name, env.ErrIO)
+	}
+	return append([]byte(nil), f.data...), nil
+}
+
+// WriteAt implements env.Disk.
+func (d *Disk) WriteAt(name string, p []byte, off int64) error {
+	if off < 0 {
+		return fmt.Errorf("write %s: negative offset %d", name, off)
+	}
+	f := d.create(name)
+	d.Writes++
+	if f.appendOnly && off != int64(len(f.data)) {
+		f.materialize()
+		f.appendOnly = false
+	}
+	end := off + int64(len(p))
+	if end > int64(len(f.data)) {
+		f.data = growTo(f.data, end)
+	}
+	copy(f.data[off:], p)
+	w := write{off: off, n: int64(len(p))}
+	if !f.appendOnly {
+		w.data = append([]byte(nil), p...)
+	}
+	f.pending = append(f.pending, w)
+	return nil
+}
+
+// materialize copies the bytes of pending appends out of the page cache
+// before a write that could overwrite them: until then an append-only file
+// keeps no second copy of its unsynced tail.
+func (f *file) materialize() {
+	for i := range f.pending {
+		w := &f.pending[i]
+		if w.data == nil && !w.truncate {
+			w.data = append([]byte(nil), f.data[w.off:w.off+w.n]...)
+		}
+	}
+}
+
+// pendingData returns the bytes of a pending write.
+func (f *file) pendingData(w write) []byte {
+	if w.data != nil || w.truncate {
+		return w.data
+	}
+	return f.data[w.off : w.off+w.n]
+}
+
+func pendingBytes(f *file) int64 {
+	var n int64
+	for _, w := range f.pending {
+		n += w.n
+	}
+	return n
+}
+
+// Append implements env.Disk.
+func (d *Disk) Append(name string, p []byte) error {
+	f := d.create(name)
+	return d.WriteAt(name, p, int64(len(f.data)))
+}
+
+// Size implements env.Disk.
+func (d *Disk) Size(name string) (int64, error) {
+	f, err := d.get(name)
+	if err != nil {
+		return 0, err
+	}
+	return int64(len(f.data)), nil
+}
+
+// Sync implements env.Disk.
+func (d *Disk) Sync(name string) error {
+	f, err := d.get(name)
+	if err != nil {
+		return err
+	}
+	d.Syncs++
+	if d.syncFailures > 0 {
+		d.syncFailures--
+		return fmt.Errorf("sync %s: %w", name, env.ErrIO)
+	}
+	if len(f.pending) == 0 {
+		return nil
+	}
+	if f.appendOnly && len(f.data) >= len(f.durable) {
+		f.durable = append(f.durable, f.data[len(f.durable):]...)
+	} else {
+		f.durable = append([]byte(nil), f.data...)
+	}
+	f.pending = f.pending[:0]
+	f.appendOnly = true
+	return nil
+}
+
+// Truncate implements env.Disk.
+func (d *Disk) Truncate(name string, size int64) error {
+	if size < 0 {
+		return fmt.Errorf("truncate %s: negative size %d", name, size)
+	}
+	f, err := d.get(name)
+	if err != nil {
+		return err
+	}
+	d.Writes++
+	if f.appendOnly {
+		f.materialize()
+		f.appendOnly = false
+	}
+	if size <= int64(len(f.data)) {
+		f.data = f.data[:size:size]
+	} else {
+		f.data = growTo(f.data, size)
+	}
+	f.pending = append(f.pending, write{off: size, truncate: true})
+	return nil
+}
+
+// Rename implements env.Disk.
+func (d *Disk) Rename(from, to string) error {
+	f, err := d.get(from)
+	if err != nil {
+		return err
+	}
+	delete(d.files, from)
+	d.files[to] = f
+	return nil
+}
+
+// Remove implements env.Disk.
+func (d *Disk) Remove(name string) error {
+	delete(d.files, name)
+	return nil
+}
+
+// List implements env.Disk.
+func (d *Disk) List(prefix string) []string {
+	var names []string
+	for name := range d.files {
+		if strings.HasPrefix(name, prefix) {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+func growTo(b []byte, n int64) []byte {
+	if n <= int64(cap(b)) {
+		old := len(b)
+		b = b[:n]
+		clear(b[old:])
+		return b
+	}
+	nb := make([]byte, n, max(n, int64(2*cap(b))))
+	copy(nb, b)
+	return nb
+}

@@ -1,0 +1,103 @@
+package disk
+
+import (
+	"github.com/kafkasim/kafkasim/env"
+)
+
+// PowerLoss drops every byte not made durable by Sync. With torn set, the
+// unsynced writes of each file are instead let through in order up to a
+// random cut, and the write the cut falls in is torn (only its first bytes
+// land) — the disk was part-way through writeback when the power went. It
+// returns the number of unsynced bytes lost.
+func (d *Disk) PowerLoss(torn bool, r *env.Rand) int64 {
+	var lost int64
+	for _, name := range d.List("") {
+		f := d.files[name]
+		before := int64(len(f.data))
+		img := append([]byte(nil), f.durable...)
+		if torn && len(f.pending) > 0 {
+			total := int64(0)
+			for _, w := range f.pending {
+				total += w.n + 1
+			}
+			cut := r.Int63n(total + 1)
+			for _, w := range f.pending {
+				if cut <= 0 {
+					break
+				}
+				if w.truncate {
+					img = resize(img, w.off)
+					cut--
+					continue
+				}
+				n := min(w.n, cut)
+				end := w.off + n
+				if end > int64(len(img)) {
+					img = resize(img, end)
+				}
+				copy(img[w.off:], f.pendingData(w)[:n])
+				cut -= n + 1
+			}
+		}
+		if int64(len(img)) < before {
+			lost += before - int64(len(img))
+		}
+		f.data = img
+		f.durable = append([]byte(nil), img...)
+		f.pending = nil
+		f.appendOnly = true
+	}
+	return lost
+}
+
+func resize(b []byte, n int64) []byte {
+	if n <= int64(len(b)) {
+		return b[:n]
+	}
+	return growTo(b, n)
+}
+
+// FailSyncs makes the next n Sync calls fail with env.ErrIO.
+func (d *Disk) FailSyncs(n int) { d.syncFailures += n }
+
+// FailReads makes the next n reads of files whose names start with prefix
+// fail with env.ErrIO (a latent sector error).
+func (d *Disk) FailReads(prefix string, n int) { d.readFailures[prefix] += n }
+
+// Corrupt flips one bit of one byte in a file chosen among those whose names
+// start with prefix, in both the page cache and the durable image (bit rot on
+// the platter). It returns the file and offset, or ok false if no non-empty
+// file matches.
+func (d *Disk) Corrupt(prefix string, r *env.Rand) (name string, off int64, ok bool) {
+	var names []string
+	for _, n := range d.List(prefix) {
+		if len(d.files[n].data) > 0 {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return "", 0, false
+	}
+	name = names[r.Intn(len(names))]
+	f := d.files[name]
+	off = r.Int63n(int64(len(f.data)))
+	bit := byte(1) << r.Intn(8)
+	f.data[off] ^= bit
+	if off < int64(len(f.durable)) {
+		f.durable[off] ^= bit
+	}
+	return name, off, true
+}
+
+// UnsyncedBytes is how many bytes across all files a power loss would drop
+// right now (an upper bound when writes overlap).
+func (d *Disk) UnsyncedBytes() int64 {
+	var n int64
+	for _, f := range d.files {
+		n += pendingBytes(f)
+	}
+	return n
+}
+
+// Files is the number of files on the disk.
+func (d *Disk) Files() int { return len(d.files) }
