@@ -1,0 +1,295 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/sim/disk"
+)
+
+type nodeState uint8
+
+const (
+	nodeDown    nodeState = iota // machine up, process not running (never started or crashed)
+	nodeRunning                  // process running (possibly paused)
+	nodeOff                      // power lost; nothing runs, nothing answers
+)
+
+func (s nodeState) String() string {
+	return [...]string{"down", "running", "off"}[s]
+}
+
+// Node is one machine of the world: a process, its disk, its clock, its
+// connections. Its methods are the faults and lifecycle operations that act
+// on it.
+type Node struct {
+	w       *World
+	name    string
+	index   int
+	factory func() env.Process
+
+	state   nodeState
+	started bool // the process's Start has run: it listens
+	paused  bool
+	held   []event // events that arrived while paused, in arrival order
+
+	// inc is the incarnation: it changes on every boot and every crash, and
+	// every event and environment belongs to one incarnation, so nothing of
+	// a dead process ever runs.
+	inc   uint64
+	proc  env.Process
+	env   *nodeEnv
+	disk  *disk.Disk
+	rand  *env.Rand
+	clock clock
+
+	timers    map[env.TimerID]func()
+	timerNext env.TimerID
+	conns     map[env.ConnID]*endpoint
+}
+
+type node = Node
+
+// AddNode adds a machine named name whose process is made by factory at
+// every boot. The node starts powered on but not running; call Start.
+func (w *World) AddNode(name string, factory func() env.Process) *Node {
+	if _, dup := w.byName[name]; dup {
+		panic(fmt.Sprintf("sim: node %q added twice", name))
+	}
+	n := &Node{
+		w:       w,
+		name:    name,
+		index:   len(w.nodes),
+		factory: factory,
+		disk:    disk.New(),
+		rand:    w.Rand("node/" + name),
+		timers:  map[env.TimerID]func(){},
+		conns:   map[env.ConnID]*endpoint{},
+	}
+	w.nodes = append(w.nodes, n)
+	w.byName[name] = n
+	w.net.grow(len(w.nodes))
+	return n
+}
+
+// Node returns the node named name, or nil.
+func (w *World) Node(name string) *Node { return w.byName[name] }
+
+// Nodes returns every node in the order they were added.
+func (w *World) Nodes() []*Node { return slices.Clone(w.nodes) }
+
+// Name is the node's address.
+func (n *Node) Name() string { return n.name }
+
+// Running reports whether the node's process is up (paused or not).
+func (n *Node) Running() bool { return n.state == nodeRunning }
+
+// Paused reports whether the node is frozen.
+func (n *Node) Paused() bool { return n.paused }
+
+// PoweredOff reports whether the node has lost power and not restarted.
+func (n *Node) PoweredOff() bool { return n.state == nodeOff }
+
+// Process is the node's current process instance, or nil when it is not
+// running. Tests use it to look inside; process code never does.
+func (n *Node) Process() env.Process { return n.proc }
+
+// Disk is the node's disk.
+func (n *Node) Disk() *disk.Disk { return n.disk }
+
+// Incarnation counts boots and crashes; it changes whenever the process
+// instance does.
+func (n *Node) Incarnation() uint64 { return n.inc }
+
+// Start boots the node's process: a fresh instance from the factory, whose
+// Start recovers from the disk. Starting a running node is a no-op.
+func (n *Node) Start() {
+	if n.state == nodeRunning {
+		return
+	}
+	wasOff := n.state == nodeOff
+	n.inc++
+	n.state = nodeRunning
+	n.proc = n.factory()
+	n.env = &nodeEnv{n: n, inc: n.inc}
+	n.w.trace.node(traceStart, n, nil, 0)
+	n.w.queue.push(event{at: n.w.now, kind: evStart, node: n, gen: n.inc})
+	if wasOff {
+		n.w.net.unblock()
+	}
+}
+
+// Crash kills the process: its memory, timers and connections are gone; its
+// disk's page cache survives (the operating system did not crash). Peers see
+// the connections close after the frames already sent arrive.
+func (n *Node) Crash() {
+	if n.state != nodeRunning {
+		return
+	}
+	n.w.trace.node(traceCrash, n, nil, 0)
+	n.kill()
+	n.w.net.closeAll(n, true)
+	n.state = nodeDown
+}
+
+// PowerLoss cuts the machine's power: like Crash, but every byte not synced
+// to disk is lost (with torn, a random prefix of the unsynced writes lands,
+// the last of them torn), and the machine goes silent — peers get no close;
+// their frames to it go unanswered until they give up or it restarts.
+func (n *Node) PowerLoss(torn bool) {
+	if n.state == nodeOff {
+		return
+	}
+	lost := n.disk.PowerLoss(torn, n.rand)
+	n.w.trace.node(tracePowerLoss, n, nil, uint64(lost))
+	if n.state == nodeRunning {
+		n.kill()
+		n.w.net.closeAll(n, false)
+	}
+	n.state = nodeOff
+}
+
+// Restart crashes the node if it is running, then starts it: a bounce.
+func (n *Node) Restart() {
+	n.Crash()
+	n.Start()
+}
+
+func (n *Node) kill() {
+	n.inc++
+	n.started = false
+	n.proc = nil
+	n.env = nil
+	n.paused = false
+	n.held = nil
+	clear(n.timers)
+}
+
+// Pause freezes the node, as a stop-the-world GC pause or SIGSTOP does:
+// its timers and incoming frames queue up and run, in order, at Resume. Its
+// connections stay open.
+func (n *Node) Pause() {
+	if n.state != nodeRunning || n.paused {
+		return
+	}
+	n.paused = true
+	n.w.trace.node(tracePause, n, nil, 0)
+}
+
+// Resume unfreezes the node; everything that queued up while it was paused
+// runs now, in arrival order.
+func (n *Node) Resume() {
+	if !n.paused {
+		return
+	}
+	n.paused = false
+	n.w.trace.node(traceResume, n, nil, uint64(len(n.held)))
+	for _, e := range n.held {
+		e.at = n.w.now
+		n.w.queue.push(e)
+	}
+	n.held = nil
+}
+
+// SkewClock moves the node's clock by d (forward or back) at once, as a
+// misconfigured NTP step does. Timers are unaffected: they run on elapsed
+// time, like a monotonic clock.
+func (n *Node) SkewClock(d time.Duration) {
+	n.clock.skew += d
+	n.w.trace.node(traceSkew, n, nil, uint64(d))
+}
+
+// DriftClock makes the node's clock run fast (ppm > 0) or slow (ppm < 0) by
+// ppm parts per million from now on; its timers stretch or shrink with it.
+// |ppm| is capped at 100,000 (10%).
+func (n *Node) DriftClock(ppm int64) {
+	n.clock.setDrift(n.w.now, max(-100_000, min(100_000, ppm)))
+	n.w.trace.node(traceDrift, n, nil, uint64(ppm))
+}
+
+// Exec runs f on the node's loop at the current time, as if the process had
+// set a zero timer: the harness's way to make a client act. It is dropped if
+// the process dies first.
+func (n *Node) Exec(f func()) {
+	if n.state != nodeRunning {
+		return
+	}
+	n.w.queue.push(event{at: n.w.now, kind: evExec, node: n, gen: n.inc, fn: f})
+}
+
+// FailSyncs makes the node's next k disk syncs fail.
+func (n *Node) FailSyncs(k int) {
+	n.disk.FailSyncs(k)
+	n.w.trace.fault(n, "disk-fail-sync", fmt.Sprint(k))
+}
+
+// FailReads makes the next k reads of files under prefix fail.
+func (n *Node) FailReads(prefix string, k int) {
+	n.disk.FailReads(prefix, k)
+	n.w.trace.fault(n, "disk-fail-read", fmt.Sprintf("%s x%d", prefix, k))
+}
+
+// CorruptByte flips a bit in a random file under prefix; it reports false
+// if there was no such file.
+func (n *Node) CorruptByte(prefix string) bool {
+	name, off, ok := n.disk.Corrupt(prefix, n.rand)
+	if ok {
+		n.w.trace.fault(n, "disk-corrupt", fmt.Sprintf("%s@%d", name, off))
+	}
+	return ok
+}
+
+// dispatch runs one event that belongs to this node.
+func (n *Node) dispatch(e event) {
+	if e.kind == evDial {
+		// The kernel answers a SYN whatever the process is doing.
+		n.w.net.arriveDial(n, e)
+		return
+	}
+	if e.gen != n.inc {
+		return // belongs to a process instance that is gone
+	}
+	if n.paused {
+		n.held = append(n.held, e)
+		return
+	}
+	w := n.w
+	switch e.kind {
+	case evStart:
+		n.started = true
+		w.trace.node(traceBoot, n, nil, n.inc)
+		n.run(func() { n.proc.Start(n.env) })
+	case evTimer:
+		f, ok := n.timers[env.TimerID(e.id)]
+		if !ok {
+			return // cancelled
+		}
+		delete(n.timers, env.TimerID(e.id))
+		w.trace.node(traceTimer, n, nil, e.id)
+		n.run(f)
+	case evExec:
+		w.trace.node(traceExec, n, nil, 0)
+		n.run(e.fn)
+	case evConnected, evClosed:
+		w.net.dispatchNode(n, e)
+	default:
+		panic(fmt.Sprintf("sim: node %s got event kind %v", n.name, e.kind))
+	}
+}
+
+// hold keeps process work that arrived while the node is paused for Resume.
+func (n *Node) hold(f func()) {
+	n.held = append(n.held, event{at: n.w.now, kind: evExec, node: n, gen: n.inc, fn: f})
+}
+
+// run calls into the process, marking whose code is running.
+func (n *Node) run(f func()) {
+	n.w.current = n
+	f()
+	n.w.current = nil
+}
+
+// now is the node's local clock reading.
+func (n *Node) now() env.Time { return n.clock.local(n.w.now) }
