@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
 )
 
 // Partition splits the network: nodes in different groups cannot reach each
@@ -162,4 +161,3 @@ func (w *World) mustNode(name string) *Node {
 	}
 	return n
 }
-

@@ -33,7 +33,7 @@ type Node struct {
 	state   nodeState
 	started bool // the process's Start has run: it listens
 	paused  bool
-	held   []event // events that arrived while paused, in arrival order
+	held    []event // events that arrived while paused, in arrival order
 
 	// inc is the incarnation: it changes on every boot and every crash, and
 	// every event and environment belongs to one incarnation, so nothing of

@@ -5,16 +5,16 @@ import "github.com/kafkasim/kafkasim/env"
 type eventKind uint8
 
 const (
-	evFunc      eventKind = iota + 1 // a world-level function (fault schedule, harness)
-	evStart                          // a node's process boots
-	evTimer                          // a process timer fires
-	evExec                           // a function runs on a node's loop
-	evArrive                         // a frame (or FIN) reaches the head of a pipe
-	evDial                           // a SYN reaches the dialed node
-	evConnected                      // the SYN-ACK reaches the dialer
-	evClosed                         // a node learns a connection is gone
-	evUnclog                         // a clog ends
-	evStallTimeout                   // a pipe blocked by a cut gives up
+	evFunc         eventKind = iota + 1 // a world-level function (fault schedule, harness)
+	evStart                             // a node's process boots
+	evTimer                             // a process timer fires
+	evExec                              // a function runs on a node's loop
+	evArrive                            // a frame (or FIN) reaches the head of a pipe
+	evDial                              // a SYN reaches the dialed node
+	evConnected                         // the SYN-ACK reaches the dialer
+	evClosed                            // a node learns a connection is gone
+	evUnclog                            // a clog ends
+	evStallTimeout                      // a pipe blocked by a cut gives up
 )
 
 func (k eventKind) String() string {
