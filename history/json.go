@@ -1,0 +1,111 @@
+package history
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// opJSON is Op on the wire: "return" is absent for an operation that never
+// completed, so a history file never carries a sentinel time.
+type opJSON struct {
+	ID      ID      `json:"id"`
+	Process string  `json:"process"`
+	Node    string  `json:"node,omitempty"`
+	Kind    Kind    `json:"kind"`
+	Call    int64   `json:"call"`
+	Return  *int64  `json:"return,omitempty"`
+	Outcome Outcome `json:"outcome"`
+	Error   string  `json:"error,omitempty"`
+
+	Send        *Send        `json:"send,omitempty"`
+	Poll        *Poll        `json:"poll,omitempty"`
+	Assign      *Assign      `json:"assign,omitempty"`
+	Subscribe   *Subscribe   `json:"subscribe,omitempty"`
+	Rebalance   *Rebalance   `json:"rebalance,omitempty"`
+	Seek        *Seek        `json:"seek,omitempty"`
+	Commit      *Commit      `json:"commit,omitempty"`
+	OffsetFetch *OffsetFetch `json:"offset_fetch,omitempty"`
+	Txn         *Txn         `json:"txn,omitempty"`
+	SinkWrite   *SinkWrite   `json:"sink_write,omitempty"`
+	FinalRead   *FinalRead   `json:"final_read,omitempty"`
+	Nemesis     *Nemesis     `json:"nemesis,omitempty"`
+}
+
+// MarshalJSON writes the op with "return" omitted when it never completed.
+func (op Op) MarshalJSON() ([]byte, error) {
+	w := opJSON{
+		ID: op.ID, Process: op.Process, Node: op.Node, Kind: op.Kind, Call: op.Call,
+		Outcome: op.Outcome, Error: op.Error,
+		Send: op.Send, Poll: op.Poll, Assign: op.Assign, Subscribe: op.Subscribe,
+		Rebalance: op.Rebalance, Seek: op.Seek, Commit: op.Commit, OffsetFetch: op.OffsetFetch,
+		Txn: op.Txn, SinkWrite: op.SinkWrite, FinalRead: op.FinalRead, Nemesis: op.Nemesis,
+	}
+	if op.Return != Never {
+		r := op.Return
+		w.Return = &r
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads an op; an absent "return" means it never completed.
+func (op *Op) UnmarshalJSON(b []byte) error {
+	var w opJSON
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&w); err != nil {
+		return err
+	}
+	*op = Op{
+		ID: w.ID, Process: w.Process, Node: w.Node, Kind: w.Kind, Call: w.Call, Return: Never,
+		Outcome: w.Outcome, Error: w.Error,
+		Send: w.Send, Poll: w.Poll, Assign: w.Assign, Subscribe: w.Subscribe,
+		Rebalance: w.Rebalance, Seek: w.Seek, Commit: w.Commit, OffsetFetch: w.OffsetFetch,
+		Txn: w.Txn, SinkWrite: w.SinkWrite, FinalRead: w.FinalRead, Nemesis: w.Nemesis,
+	}
+	if w.Return != nil {
+		op.Return = *w.Return
+	}
+	return nil
+}
+
+// Write writes h as JSON lines, one operation per line.
+func (h History) Write(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	for i := range h {
+		b, err := json.Marshal(h[i])
+		if err != nil {
+			return fmt.Errorf("history: writing %s: %w", h[i].String(), err)
+		}
+		bw.Write(b)
+		bw.WriteByte('\n')
+	}
+	return bw.Flush()
+}
+
+// Read reads a history written by Write. Blank lines are skipped; unknown
+// fields are refused (a misspelt field would otherwise vanish silently).
+// Read does not validate; call Validate.
+func Read(r io.Reader) (History, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	var h History
+	for line := 1; ; line++ {
+		b, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(b)) > 0 {
+			var op Op
+			if uerr := json.Unmarshal(b, &op); uerr != nil {
+				return nil, fmt.Errorf("history: line %d: %w", line, uerr)
+			}
+			h = append(h, op)
+		}
+		if errors.Is(err, io.EOF) {
+			return h, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("history: line %d: %w", line, err)
+		}
+	}
+}

@@ -1,0 +1,233 @@
+package history
+
+import (
+	"fmt"
+)
+
+// Validate checks the history's contract (see the package documentation)
+// and returns the first violation, naming the operation.
+func (h History) Validate() error {
+	seen := make(map[ID]int, len(h))
+	for i := range h {
+		op := &h[i]
+		if op.ID <= 0 {
+			return fmt.Errorf("history: entry %d: id %d is not positive", i, op.ID)
+		}
+		if j, dup := seen[op.ID]; dup {
+			return fmt.Errorf("history: %s: duplicate id (entries %d and %d)", op, j, i)
+		}
+		seen[op.ID] = i
+	}
+	for i := range h {
+		if err := h.validateOp(&h[i], seen); err != nil {
+			return fmt.Errorf("history: %s: %w", &h[i], err)
+		}
+	}
+	return nil
+}
+
+func (h History) validateOp(op *Op, ids map[ID]int) error {
+	if op.Process == "" {
+		return fmt.Errorf("no process")
+	}
+	if op.Call < 0 {
+		return fmt.Errorf("call time %d is negative", op.Call)
+	}
+	if op.Return != Never && op.Return < op.Call {
+		return fmt.Errorf("return %d before call %d", op.Return, op.Call)
+	}
+	switch op.Outcome {
+	case OK, Fail, Info:
+	default:
+		return fmt.Errorf("outcome %q is not ok, fail or info", op.Outcome)
+	}
+	if op.Return == Never && op.Outcome != Info && op.Kind != KindNemesis {
+		return fmt.Errorf("never completed, so its outcome must be info, not %s", op.Outcome)
+	}
+	if n := op.payloads(); n != 1 {
+		return fmt.Errorf("has %d payloads; a %s needs exactly its own", n, op.Kind)
+	}
+	switch op.Kind {
+	case KindSend:
+		s := op.Send
+		if s == nil {
+			return errPayload(op.Kind)
+		}
+		if len(s.Messages) == 0 {
+			return fmt.Errorf("sends no messages")
+		}
+		for _, m := range s.Messages {
+			if m.Value == "" {
+				return fmt.Errorf("sends an empty value")
+			}
+		}
+		if s.Offset < NoOffset {
+			return fmt.Errorf("offset %d is negative", s.Offset)
+		}
+		if s.Txn != 0 {
+			j, ok := ids[s.Txn]
+			if !ok || h[j].Kind != KindTxn {
+				return fmt.Errorf("belongs to txn %d, which is not a txn operation", s.Txn)
+			}
+		}
+		return checkTP(s.TP)
+	case KindPoll:
+		p := op.Poll
+		if p == nil {
+			return errPayload(op.Kind)
+		}
+		if err := checkIsolation(p.Isolation); err != nil {
+			return err
+		}
+		for _, f := range p.Fetched {
+			if err := checkTP(f.TP); err != nil {
+				return err
+			}
+			if f.From < NoOffset {
+				return fmt.Errorf("fetch of %s from negative offset %d", f.TP, f.From)
+			}
+			if err := checkRecords(f.TP, f.Records); err != nil {
+				return err
+			}
+		}
+	case KindAssign:
+		if op.Assign == nil {
+			return errPayload(op.Kind)
+		}
+	case KindSubscribe:
+		if op.Subscribe == nil {
+			return errPayload(op.Kind)
+		}
+	case KindRebalance:
+		if op.Rebalance == nil {
+			return errPayload(op.Kind)
+		}
+	case KindSeek:
+		if op.Seek == nil {
+			return errPayload(op.Kind)
+		}
+		return checkOffsets(op.Seek.Offsets, false)
+	case KindCommit:
+		c := op.Commit
+		if c == nil {
+			return errPayload(op.Kind)
+		}
+		if c.Group == "" {
+			return fmt.Errorf("commits for no group")
+		}
+		return checkOffsets(c.Offsets, false)
+	case KindOffsetFetch:
+		f := op.OffsetFetch
+		if f == nil {
+			return errPayload(op.Kind)
+		}
+		if f.Group == "" {
+			return fmt.Errorf("fetches offsets of no group")
+		}
+		return checkOffsets(f.Offsets, true)
+	case KindTxn:
+		t := op.Txn
+		if t == nil {
+			return errPayload(op.Kind)
+		}
+		if len(t.Offsets) > 0 && t.Group == "" {
+			return fmt.Errorf("sends offsets to the transaction for no group")
+		}
+		return checkOffsets(t.Offsets, false)
+	case KindSinkWrite:
+		s := op.SinkWrite
+		if s == nil {
+			return errPayload(op.Kind)
+		}
+		if s.Sink == "" {
+			return fmt.Errorf("writes to no sink")
+		}
+		return checkOffsets(s.Offsets, false)
+	case KindFinalRead:
+		f := op.FinalRead
+		if f == nil {
+			return errPayload(op.Kind)
+		}
+		if f.Sink != "" {
+			if len(f.Records) > 0 {
+				return fmt.Errorf("final read of sink %s has topic records; use items", f.Sink)
+			}
+			return checkOffsets(f.Offsets, false)
+		}
+		if len(f.Items) > 0 {
+			return fmt.Errorf("final read of %s has sink items; use records", f.TP)
+		}
+		if err := checkTP(f.TP); err != nil {
+			return err
+		}
+		if err := checkIsolation(f.Isolation); err != nil {
+			return err
+		}
+		if f.From < 0 {
+			return fmt.Errorf("final read of %s from offset %d; it must start at a known offset", f.TP, f.From)
+		}
+		return checkRecords(f.TP, f.Records)
+	case KindNemesis:
+		if op.Nemesis == nil {
+			return errPayload(op.Kind)
+		}
+	default:
+		return fmt.Errorf("unknown kind %q", op.Kind)
+	}
+	return nil
+}
+
+func (op *Op) payloads() int {
+	n := 0
+	for _, set := range []bool{op.Send != nil, op.Poll != nil, op.Assign != nil, op.Subscribe != nil,
+		op.Rebalance != nil, op.Seek != nil, op.Commit != nil, op.OffsetFetch != nil, op.Txn != nil,
+		op.SinkWrite != nil, op.FinalRead != nil, op.Nemesis != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
+
+func errPayload(k Kind) error { return fmt.Errorf("a %s without its %s payload", k, k) }
+
+func checkTP(tp TopicPartition) error {
+	if tp.Topic == "" {
+		return fmt.Errorf("names no topic")
+	}
+	if tp.Partition < 0 {
+		return fmt.Errorf("names negative partition %d of %s", tp.Partition, tp.Topic)
+	}
+	return nil
+}
+
+func checkIsolation(i Isolation) error {
+	if i != ReadCommitted && i != ReadUncommitted {
+		return fmt.Errorf("isolation %q is not read_committed or read_uncommitted", i)
+	}
+	return nil
+}
+
+func checkRecords(tp TopicPartition, rs []Record) error {
+	for _, r := range rs {
+		if r.Offset < 0 {
+			return fmt.Errorf("record %q of %s at negative offset %d", r.Value, tp, r.Offset)
+		}
+		if r.Value == "" {
+			return fmt.Errorf("record of %s at offset %d has an empty value", tp, r.Offset)
+		}
+	}
+	return nil
+}
+
+func checkOffsets(pos []PartitionOffset, noneAllowed bool) error {
+	for _, p := range pos {
+		if err := checkTP(p.TP); err != nil {
+			return err
+		}
+		if p.Offset < 0 && !(noneAllowed && p.Offset == NoOffset) {
+			return fmt.Errorf("offset %d of %s is negative", p.Offset, p.TP)
+		}
+	}
+	return nil
+}

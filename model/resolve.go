@@ -1,0 +1,251 @@
+package model
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/kafkasim/kafkasim/history"
+)
+
+// LogOp is one operation on one partition log, ready for a checker: the
+// porcupine operation's fields plus the history operation it came from.
+type LogOp struct {
+	Op     history.ID
+	Node   string
+	Client int
+	Call   int64
+	Return int64 // history.Never: may take effect any time after Call
+	Input  LogInput
+	Output LogOutput
+}
+
+// Log is the history of one partition, resolved for linearizability
+// checking: definite appends (ok sends with an offset), indefinite appends
+// pinned to the offset where a read observed them, and non-empty reads.
+type Log struct {
+	TP  history.TopicPartition
+	Ops []LogOp
+	// Pinned are indefinite sends (info, or ok without an offset) that
+	// reads observed, placed at that offset. Dropped are those nobody
+	// observed: leaving them out is always at least as legal as any
+	// placement, because an unobserved append can only make reads skip it.
+	Pinned, Dropped []history.ID
+}
+
+// Operations converts the log to porcupine operations.
+func (l Log) Operations() []porcupine.Operation {
+	ops := make([]porcupine.Operation, len(l.Ops))
+	for i, op := range l.Ops {
+		ops[i] = porcupine.Operation{ClientId: op.Client, Input: op.Input, Call: op.Call,
+			Output: op.Output, Return: op.Return, Metadata: Meta{Op: op.Op, Node: op.Node}}
+	}
+	return ops
+}
+
+// Clients numbers a history's processes for porcupine (sorted by name, from
+// 0), so every partition's visualization uses the same rows.
+func Clients(h history.History) map[string]int {
+	names := map[string]bool{}
+	for i := range h {
+		names[h[i].Process] = true
+	}
+	sorted := make([]string, 0, len(names))
+	for n := range names {
+		sorted = append(sorted, n)
+	}
+	sort.Strings(sorted)
+	ids := make(map[string]int, len(sorted))
+	for i, n := range sorted {
+		ids[n] = i
+	}
+	return ids
+}
+
+// VisibilityOf is the read_committed visibility of what a send wrote: set by
+// the outcome of its transaction.
+func VisibilityOf(h history.History, index map[history.ID]int, s *history.Send) Visibility {
+	if s.Txn == 0 {
+		return Visible
+	}
+	switch h[index[s.Txn]].Outcome {
+	case history.OK:
+		return Visible
+	case history.Fail:
+		return Aborted
+	}
+	return Undecided
+}
+
+type pendingAppend struct {
+	op  *history.Op
+	vis Visibility
+}
+
+type partitionBuild struct {
+	tp         history.TopicPartition
+	definite   []pendingAppend
+	indefinite []pendingAppend
+	reads      []LogOp
+}
+
+// Logs splits a valid history into resolved partition logs, sorted by
+// topic-partition. Failed sends are left out (they did not happen); so are
+// empty reads (always legal).
+func Logs(h history.History) []Log {
+	index := h.Index()
+	clients := Clients(h)
+	byTP := map[history.TopicPartition]*partitionBuild{}
+	get := func(tp history.TopicPartition) *partitionBuild {
+		b := byTP[tp]
+		if b == nil {
+			b = &partitionBuild{tp: tp}
+			byTP[tp] = b
+		}
+		return b
+	}
+	addRead := func(op *history.Op, tp history.TopicPartition, from int64, committed bool, recs []history.Record) {
+		if len(recs) == 0 {
+			return
+		}
+		es := make([]Entry, len(recs))
+		for i, r := range recs {
+			es[i] = Entry{Offset: r.Offset, Value: r.Value}
+		}
+		b := get(tp)
+		b.reads = append(b.reads, LogOp{Op: op.ID, Node: op.Node, Client: clients[op.Process],
+			Call: op.Call, Return: op.Return,
+			Input:  LogInput{TP: tp, Read: true, From: from, Committed: committed},
+			Output: LogOutput{Offset: history.NoOffset, Records: es}})
+	}
+	for i := range h {
+		op := &h[i]
+		switch op.Kind {
+		case history.KindSend:
+			s := op.Send
+			if op.Outcome == history.Fail {
+				continue
+			}
+			pa := pendingAppend{op: op, vis: VisibilityOf(h, index, s)}
+			b := get(s.TP)
+			if op.Outcome == history.OK && s.Offset >= 0 {
+				b.definite = append(b.definite, pa)
+			} else {
+				b.indefinite = append(b.indefinite, pa)
+			}
+		case history.KindPoll:
+			for _, f := range op.Poll.Fetched {
+				addRead(op, f.TP, f.From, op.Poll.Isolation == history.ReadCommitted, f.Records)
+			}
+		case history.KindFinalRead:
+			if f := op.FinalRead; f.Sink == "" {
+				addRead(op, f.TP, f.From, f.Isolation == history.ReadCommitted, f.Records)
+			}
+		}
+	}
+	builds := make([]*partitionBuild, 0, len(byTP))
+	for _, b := range byTP {
+		builds = append(builds, b)
+	}
+	slices.SortFunc(builds, func(a, b *partitionBuild) int { return a.tp.Compare(b.tp) })
+	logs := make([]Log, len(builds))
+	for i, b := range builds {
+		logs[i] = b.resolve(clients)
+	}
+	return logs
+}
+
+func appendOp(pa pendingAppend, clients map[string]int, base, ret int64) LogOp {
+	op := pa.op
+	vals := make([]string, len(op.Send.Messages))
+	for i, m := range op.Send.Messages {
+		vals[i] = m.Value
+	}
+	return LogOp{Op: op.ID, Node: op.Node, Client: clients[op.Process], Call: op.Call, Return: ret,
+		Input:  LogInput{TP: op.Send.TP, Values: vals, Visibility: pa.vis},
+		Output: LogOutput{Offset: base}}
+}
+
+// resolve pins each indefinite send to where reads observed it. An
+// observation (value v at offset o) is explained if some append already
+// claims v at o; an indefinite send is placed at the base offset that
+// explains most of its unexplained observations (ties: the lowest), in
+// invocation order, or dropped if it explains none.
+func (b *partitionBuild) resolve(clients map[string]int) Log {
+	l := Log{TP: b.tp}
+	claimed := map[int64]string{}
+	for _, pa := range b.definite {
+		l.Ops = append(l.Ops, appendOp(pa, clients, pa.op.Send.Offset, pa.op.Return))
+		for i, m := range pa.op.Send.Messages {
+			if _, taken := claimed[pa.op.Send.Offset+int64(i)]; !taken {
+				claimed[pa.op.Send.Offset+int64(i)] = m.Value
+			}
+		}
+	}
+	if len(b.indefinite) > 0 {
+		wanted := map[string][]int64{}
+		for _, pa := range b.indefinite {
+			for _, m := range pa.op.Send.Messages {
+				wanted[m.Value] = nil
+			}
+		}
+		for _, r := range b.reads {
+			for _, e := range r.Output.Records {
+				if obs, ok := wanted[e.Value]; ok && !slices.Contains(obs, e.Offset) {
+					wanted[e.Value] = append(obs, e.Offset)
+				}
+			}
+		}
+		ind := slices.Clone(b.indefinite)
+		slices.SortStableFunc(ind, func(x, y pendingAppend) int {
+			if x.op.Call != y.op.Call {
+				if x.op.Call < y.op.Call {
+					return -1
+				}
+				return 1
+			}
+			return int(x.op.ID - y.op.ID)
+		})
+		for _, pa := range ind {
+			msgs := pa.op.Send.Messages
+			best, bestScore := int64(-1), 0
+			for i, m := range msgs {
+				for _, o := range wanted[m.Value] {
+					base := o - int64(i)
+					if base < 0 || (claimed[o] == m.Value) {
+						continue
+					}
+					score := 0
+					for k, mk := range msgs {
+						at := base + int64(k)
+						if v, taken := claimed[at]; !taken && slices.Contains(wanted[mk.Value], at) {
+							score++
+						} else if taken && v != mk.Value && slices.Contains(wanted[mk.Value], at) {
+							score++
+						}
+					}
+					if score > bestScore || (score == bestScore && score > 0 && base < best) {
+						best, bestScore = base, score
+					}
+				}
+			}
+			if bestScore == 0 {
+				l.Dropped = append(l.Dropped, pa.op.ID)
+				continue
+			}
+			ret := history.Never
+			if pa.op.Outcome == history.OK {
+				ret = pa.op.Return // acknowledged, offset unknown: it happened before it returned
+			}
+			l.Ops = append(l.Ops, appendOp(pa, clients, best, ret))
+			l.Pinned = append(l.Pinned, pa.op.ID)
+			for k, mk := range msgs {
+				if _, taken := claimed[best+int64(k)]; !taken {
+					claimed[best+int64(k)] = mk.Value
+				}
+			}
+		}
+	}
+	l.Ops = append(l.Ops, b.reads...)
+	return l
+}
