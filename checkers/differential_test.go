@@ -1,0 +1,82 @@
+package checkers_test
+
+import (
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/kafkasim/kafkasim/checkers"
+	"github.com/kafkasim/kafkasim/history"
+	"github.com/kafkasim/kafkasim/history/historytest"
+	"github.com/kafkasim/kafkasim/model"
+)
+
+// cases is how many generated histories the differential and property
+// tests run: KAFKASIM_CHECKER_CASES, or def.
+func cases(def int) int {
+	if s := os.Getenv("KAFKASIM_CHECKER_CASES"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n > 0 {
+			return n
+		}
+	}
+	return def
+}
+
+var logDefects = []string{"", "drop-acked-write", "duplicate-value", "swap-offsets", "read-aborted", "read-failed-write", "acked-as-indefinite"}
+
+// randomLogHistory draws a small history with varied concurrency and,
+// maybe, one defect.
+func randomLogHistory(r *rand.Rand) (history.History, string) {
+	cfg := historytest.DefaultLogConfig(10+r.IntN(50), 1+r.IntN(3), 1+r.IntN(12))
+	cfg.IndefinitePercent = r.IntN(20)
+	cfg.FailPercent = r.IntN(10)
+	cfg.TxnPercent = r.IntN(40)
+	cfg.BatchMax = 1 + r.IntN(3)
+	cfg.LatencyMax = 1 + int64(r.IntN(3000))
+	h := historytest.Log(cfg, r)
+	name := logDefects[r.IntN(len(logDefects))]
+	if name == "" {
+		return h, ""
+	}
+	bad, _, ok := historytest.Defects[name](h, r)
+	if !ok {
+		return h, ""
+	}
+	return bad, name
+}
+
+// TestFastLogCheckerAgreesWithPorcupine runs both on thousands of generated
+// partition logs, correct and defective, and requires identical verdicts.
+func TestFastLogCheckerAgreesWithPorcupine(t *testing.T) {
+	n := cases(2000)
+	var decided, illegal, unknown int
+	for i := 0; i < n; i++ {
+		r := rand.New(rand.NewPCG(uint64(i), 99))
+		h, defect := randomLogHistory(r)
+		if err := h.Validate(); err != nil {
+			t.Fatalf("case %d (%s): invalid history: %v", i, defect, err)
+		}
+		for _, l := range model.Logs(h) {
+			want := model.CheckLog(l, 2*time.Second)
+			if want == porcupine.Unknown {
+				unknown++
+				continue
+			}
+			got := checkers.CheckLog(l)
+			decided++
+			if got.Result == porcupine.Illegal {
+				illegal++
+			}
+			if got.Result != want {
+				t.Fatalf("case %d (defect %q) %s: porcupine says %s, fast checker says %s (%v)", i, defect, l.TP, want, got.Result, got.Violation)
+			}
+		}
+	}
+	t.Logf("%d partition logs decided identically (%d illegal), %d left Unknown by porcupine", decided, illegal, unknown)
+	if illegal < decided/10 || illegal == decided {
+		t.Fatalf("generated mix is lopsided: %d illegal of %d", illegal, decided)
+	}
+}
