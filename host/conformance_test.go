@@ -16,12 +16,15 @@ import (
 
 // The real-mode runtime passes the same conformance suite as the simulator.
 func TestConformance(t *testing.T) {
-	envtest.Run(t, func(t *testing.T) envtest.Harness { return newHarness(t) })
+	envtest.Run(t, newHarness)
 }
 
 // harness runs host nodes on loopback, each with its own data directory.
+// Node seeds derive from the world's seed and the order nodes start in, as
+// the simulator derives them from its seed and the nodes' names.
 type harness struct {
 	t     *testing.T
+	seeds *env.Rand
 	mu    sync.Mutex
 	nodes map[string]*harnessNode
 }
@@ -32,8 +35,8 @@ type harnessNode struct {
 	newProc func() env.Process
 }
 
-func newHarness(t *testing.T) *harness {
-	h := &harness{t: t, nodes: map[string]*harnessNode{}}
+func newHarness(t *testing.T, seed uint64) envtest.Harness {
+	h := &harness{t: t, seeds: env.NewRand(seed), nodes: map[string]*harnessNode{}}
 	t.Cleanup(func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -44,8 +47,11 @@ func newHarness(t *testing.T) *harness {
 	return h
 }
 
-func (h *harness) Start(seed uint64, newProc func() env.Process) string {
+func (h *harness) Start(newProc func() env.Process) string {
 	h.t.Helper()
+	h.mu.Lock()
+	seed := h.seeds.Uint64()
+	h.mu.Unlock()
 	opts := host.Options{
 		Listen:  "127.0.0.1:0",
 		DataDir: h.t.TempDir(),

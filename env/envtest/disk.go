@@ -60,7 +60,7 @@ func (c diskCheck) list(prefix string, want ...string) {
 func onDisk(t *testing.T, h Harness, script func(c diskCheck)) {
 	t.Helper()
 	var done guarded[bool]
-	h.Start(1, factory(proc{start: func(e env.Env) {
+	h.Start(factory(proc{start: func(e env.Env) {
 		script(diskCheck{t: t, d: e.Disk()})
 		done.set(true)
 	}}))
@@ -228,8 +228,8 @@ func testDiskWriteFileAtomic(t *testing.T, h Harness) {
 func testDiskSyncedDataSurvivesRestart(t *testing.T, h Harness) {
 	segment := bytes.Repeat([]byte("record;"), 10_000)
 	var boots guarded[int]
-	var checked guarded[bool]
-	node := h.Start(1, func() env.Process {
+	var wrote, checked guarded[bool]
+	node := h.Start(func() env.Process {
 		var boot int
 		boots.update(func(b *int) { *b++; boot = *b })
 		return &proc{start: func(e env.Env) {
@@ -246,6 +246,7 @@ func testDiskSyncedDataSurvivesRestart(t *testing.T, h Harness) {
 				c.ok("Sync doomed", c.d.Sync("doomed"))
 				c.ok("Remove doomed", c.d.Remove("doomed"))
 				c.ok("WriteFileAtomic checkpoint", env.WriteFileAtomic(c.d, "checkpoint", []byte("epoch=7")))
+				wrote.set(true)
 			case 2:
 				c.content("log/0/segment", segment)
 				c.content("log/0/index", []byte("ind"))
@@ -257,7 +258,7 @@ func testDiskSyncedDataSurvivesRestart(t *testing.T, h Harness) {
 			}
 		}}
 	})
-	waitFor(t, h, "the first boot", func() bool { return boots.get() == 1 })
+	waitFor(t, h, "the first boot writing its disk", wrote.get)
 	h.Restart(node)
 	waitFor(t, h, "the second boot reading its disk", checked.get)
 }

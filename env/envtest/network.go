@@ -17,7 +17,7 @@ import (
 func testDialConnectsBothEnds(t *testing.T, h Harness) {
 	var j journal
 	var serverName guarded[string]
-	server := h.Start(1, factory(proc{
+	server := h.Start(factory(proc{
 		start: func(e env.Env) { serverName.set(e.Name()) },
 		connected: func(e env.Env, c env.ConnID, peer string, inbound bool) {
 			j.add("server: connected conn %d inbound=%v peer-known=%v", c, inbound, peer != "")
@@ -25,7 +25,7 @@ func testDialConnectsBothEnds(t *testing.T, h Harness) {
 		closed: func(e env.Env, c env.ConnID) { j.add("server: closed conn %d", c) },
 	}))
 	dialed := map[env.ConnID]bool{} // owned by the client's loop
-	h.Start(2, factory(proc{
+	h.Start(factory(proc{
 		start: func(e env.Env) {
 			a, b := e.Dial(server), e.Dial(server)
 			if a == b {
@@ -88,13 +88,13 @@ func frame(k, size int) []byte {
 func testFramesArriveWholeAndInOrder(t *testing.T, h Harness) {
 	sizes := frameSizes()
 	var atServer, atClient guarded[[][]byte]
-	server := h.Start(1, factory(proc{
+	server := h.Start(factory(proc{
 		received: func(e env.Env, c env.ConnID, f []byte) {
 			atServer.update(func(v *[][]byte) { *v = append(*v, f) })
 			e.Send(c, f)
 		},
 	}))
-	h.Start(2, factory(proc{
+	h.Start(factory(proc{
 		start: func(e env.Env) { e.Dial(server) },
 		connected: func(e env.Env, c env.ConnID, peer string, inbound bool) {
 			for k, n := range sizes {
@@ -122,17 +122,41 @@ func testFramesArriveWholeAndInOrder(t *testing.T, h Harness) {
 	}
 }
 
+// A client sends right after Dial, before it hears Connected: the frames
+// follow the handshake and arrive, as on TCP, where a kernel buffers what is
+// written to a socket still connecting.
+func testFramesSentBeforeConnected(t *testing.T, h Harness) {
+	var j journal
+	server := h.Start(factory(proc{
+		received: func(e env.Env, c env.ConnID, f []byte) { j.add("server: received %q", f) },
+	}))
+	h.Start(factory(proc{
+		start: func(e env.Env) {
+			c := e.Dial(server)
+			e.Send(c, []byte("first"))
+			e.Send(c, []byte("second"))
+		},
+	}))
+
+	waitFor(t, h, "both frames arriving", func() bool { return j.len() >= 2 })
+	settle(h)
+
+	if got, want := j.all(), []string{`server: received "first"`, `server: received "second"`}; !slices.Equal(got, want) {
+		t.Errorf("server saw %q, want %q", got, want)
+	}
+}
+
 // The dialer sends a frame and closes. The server is told the connection
 // closed; the dialer is not told of its own Close, and a Send or Close after
 // it does nothing.
 func testCloseTellsThePeerNotTheCloser(t *testing.T, h Harness) {
 	var j journal
-	server := h.Start(1, factory(proc{
+	server := h.Start(factory(proc{
 		connected: func(e env.Env, c env.ConnID, peer string, inbound bool) { j.add("server: connected") },
 		received:  func(e env.Env, c env.ConnID, f []byte) { j.add("server: received %q", f) },
 		closed:    func(e env.Env, c env.ConnID) { j.add("server: closed") },
 	}))
-	h.Start(2, factory(proc{
+	h.Start(factory(proc{
 		start: func(e env.Env) { e.Dial(server) },
 		connected: func(e env.Env, c env.ConnID, peer string, inbound bool) {
 			e.Send(c, []byte("before close"))
@@ -163,7 +187,7 @@ func testCloseTellsThePeerNotTheCloser(t *testing.T, h Harness) {
 // The accepting side closes at once; the dialer is told.
 func testAcceptorCloseTellsTheDialer(t *testing.T, h Harness) {
 	var j journal
-	server := h.Start(1, factory(proc{
+	server := h.Start(factory(proc{
 		connected: func(e env.Env, c env.ConnID, peer string, inbound bool) {
 			e.Close(c)
 			j.add("server: closed it")
@@ -171,7 +195,7 @@ func testAcceptorCloseTellsTheDialer(t *testing.T, h Harness) {
 		closed: func(e env.Env, c env.ConnID) { j.add("server: told of its own close") },
 	}))
 	var dialed env.ConnID // owned by the client's loop
-	h.Start(2, factory(proc{
+	h.Start(factory(proc{
 		start:     func(e env.Env) { dialed = e.Dial(server) },
 		connected: func(e env.Env, c env.ConnID, peer string, inbound bool) { j.add("client: connected") },
 		closed:    func(e env.Env, c env.ConnID) { j.add("client: closed dialed-conn=%v", c == dialed) },
@@ -198,7 +222,7 @@ func testDialingNobodyGivesClosed(t *testing.T, h Harness) {
 	var j journal
 	nobody := h.Unreachable()
 	var dialed env.ConnID
-	h.Start(1, factory(proc{
+	h.Start(factory(proc{
 		start:     func(e env.Env) { dialed = e.Dial(nobody) },
 		connected: func(e env.Env, c env.ConnID, peer string, inbound bool) { j.add("connected to %s", peer) },
 		closed:    func(e env.Env, c env.ConnID) { j.add("closed dialed-conn=%v", c == dialed) },
@@ -218,14 +242,14 @@ func testDialingNobodyGivesClosed(t *testing.T, h Harness) {
 func testRestartClosesConnections(t *testing.T, h Harness) {
 	var j journal
 	var boots guarded[int]
-	server := h.Start(1, func() env.Process {
+	server := h.Start(func() env.Process {
 		var boot int
 		boots.update(func(b *int) { *b++; boot = *b })
 		return &proc{received: func(e env.Env, c env.ConnID, f []byte) {
 			e.Send(c, fmt.Appendf(nil, "boot %d", boot))
 		}}
 	})
-	h.Start(2, factory(proc{
+	h.Start(factory(proc{
 		start: func(e env.Env) { e.Dial(server) },
 		connected: func(e env.Env, c env.ConnID, peer string, inbound bool) {
 			e.Send(c, []byte("which boot are you?"))

@@ -28,7 +28,7 @@ func testTimersFireInDeadlineOrder(t *testing.T, h Harness) {
 		{"b", 20 * time.Millisecond},
 		{"now", 0},
 	}
-	h.Start(1, factory(proc{start: func(e env.Env) {
+	h.Start(factory(proc{start: func(e env.Env) {
 		for _, tm := range timers {
 			set := e.Now()
 			e.AfterFunc(tm.delay, func() {
@@ -62,7 +62,7 @@ func testTimersFireInDeadlineOrder(t *testing.T, h Harness) {
 // fires; cancelling a fired, cancelled or never-issued timer reports false.
 func testCancelReportsWhetherPending(t *testing.T, h Harness) {
 	var j journal
-	h.Start(1, factory(proc{start: func(e env.Env) {
+	h.Start(factory(proc{start: func(e env.Env) {
 		// Processes keep a zero TimerID to mean "no timer" and cancel it
 		// without checking; that must be harmless.
 		j.add("cancel zero id: %v", e.Cancel(0))
@@ -101,7 +101,7 @@ func testCancelReportsWhetherPending(t *testing.T, h Harness) {
 // reports true and the second never runs.
 func testCancelStopsATimerAlreadyDue(t *testing.T, h Harness) {
 	var j journal
-	h.Start(1, factory(proc{start: func(e env.Env) {
+	h.Start(factory(proc{start: func(e env.Env) {
 		var second env.TimerID
 		e.AfterFunc(0, func() { j.add("first fired; cancel second: %v", e.Cancel(second)) })
 		second = e.AfterFunc(0, func() { j.add("second fired") })
