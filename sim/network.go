@@ -202,12 +202,13 @@ func (net *network) dispatchNode(n *Node, e event) {
 		ep.conn.dialing = false
 		inbound := ep.conn.ends[1] == ep
 		net.w.trace.conn(traceConnected, n, ep.peer().node, e.id, 0)
-		n.run(func() { n.proc.Connected(env.ConnID(e.id), ep.peer().node.name, inbound) })
+		peer := ep.peer().node.name
+		n.deliver(func() { n.proc.Connected(env.ConnID(e.id), peer, inbound) })
 	case evClosed:
 		ep.closed = true
 		delete(n.conns, env.ConnID(e.id))
 		net.w.trace.conn(traceClosed, n, nil, e.id, 0)
-		n.run(func() { n.proc.Closed(env.ConnID(e.id)) })
+		n.deliver(func() { n.proc.Closed(env.ConnID(e.id)) })
 	}
 }
 
@@ -335,11 +336,7 @@ func (net *network) arrive(p *pipe) {
 		dst.closed = true
 		delete(to.conns, id)
 		w.trace.conn(traceClosed, to, w.nodes[p.from], p.conn.id, 0)
-		if to.paused {
-			to.hold(func() { to.proc.Closed(id) })
-			return
-		}
-		to.run(func() { to.proc.Closed(id) })
+		to.deliver(func() { to.proc.Closed(id) })
 		return
 	}
 	w.trace.frame(traceDeliver, to, w.nodes[p.from], p.conn.id, f.data)

@@ -251,6 +251,12 @@ func (n *Node) dispatch(e event) {
 	if e.gen != n.inc {
 		return // belongs to a process instance that is gone
 	}
+	if e.kind == evConnected || e.kind == evClosed {
+		// Connection state changes in the kernel now; the process hears of
+		// it in order, when it runs (see deliver).
+		n.w.net.dispatchNode(n, e)
+		return
+	}
 	if n.paused {
 		n.held = append(n.held, e)
 		return
@@ -272,11 +278,20 @@ func (n *Node) dispatch(e event) {
 	case evExec:
 		w.trace.node(traceExec, n, nil, 0)
 		n.run(e.fn)
-	case evConnected, evClosed:
-		w.net.dispatchNode(n, e)
 	default:
 		panic(fmt.Sprintf("sim: node %s got event kind %v", n.name, e.kind))
 	}
+}
+
+// deliver runs process code for a network event now, or, while the node is
+// paused, keeps it for Resume: either way the process sees every event of a
+// connection, in the order the kernel saw them.
+func (n *Node) deliver(f func()) {
+	if n.paused {
+		n.hold(f)
+		return
+	}
+	n.run(f)
 }
 
 // hold keeps process work that arrived while the node is paused for Resume.

@@ -1,0 +1,126 @@
+package disk
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"testing"
+
+	"github.com/kafkasim/kafkasim/env"
+	"github.com/stretchr/testify/require"
+)
+
+func TestSyncedBytesSurvivePowerLossUnsyncedDoNot(t *testing.T) {
+	d := New()
+	require.NoError(t, d.Append("f", []byte("durable")))
+	require.NoError(t, d.Sync("f"))
+	require.NoError(t, d.Append("f", []byte("+cache")))
+	lost := d.PowerLoss(false, env.NewRand(1))
+	require.Equal(t, int64(6), lost)
+	got, err := d.ReadFile("f")
+	require.NoError(t, err)
+	require.Equal(t, "durable", string(got))
+}
+
+func TestTornPowerLossKeepsAnInOrderPrefixOfUnsyncedWrites(t *testing.T) {
+	for seed := range uint64(200) {
+		d := New()
+		require.NoError(t, d.Append("f", []byte("AAAA")))
+		require.NoError(t, d.Sync("f"))
+		require.NoError(t, d.Append("f", []byte("BBBB")))
+		require.NoError(t, d.Append("f", []byte("CCCC")))
+		d.PowerLoss(true, env.NewRand(seed))
+		got, _ := d.ReadFile("f")
+		full := "AAAABBBBCCCC"
+		require.LessOrEqual(t, len(got), len(full))
+		require.Equal(t, full[:len(got)], string(got), "seed %d: not a prefix", seed)
+		require.GreaterOrEqual(t, len(got), 4, "synced bytes lost")
+	}
+}
+
+func TestOverwriteThenPowerLossRestoresTheSyncedImage(t *testing.T) {
+	d := New()
+	require.NoError(t, d.WriteAt("f", []byte("0123456789"), 0))
+	require.NoError(t, d.Sync("f"))
+	require.NoError(t, d.WriteAt("f", []byte("xx"), 3))
+	require.NoError(t, d.Truncate("f", 8))
+	got, _ := d.ReadFile("f")
+	require.Equal(t, "012xx567", string(got))
+	d.PowerLoss(false, env.NewRand(1))
+	got, _ = d.ReadFile("f")
+	require.Equal(t, "0123456789", string(got))
+}
+
+func TestFailedSyncMakesNothingDurable(t *testing.T) {
+	d := New()
+	require.NoError(t, d.Append("f", []byte("data")))
+	d.FailSyncs(1)
+	require.ErrorIs(t, d.Sync("f"), env.ErrIO)
+	d.PowerLoss(false, env.NewRand(1))
+	got, _ := d.ReadFile("f")
+	require.Empty(t, got)
+}
+
+func TestReadErrorHitsOnlyMatchingFilesAndOnlyNTimes(t *testing.T) {
+	d := New()
+	require.NoError(t, d.Append("log/a", []byte("a")))
+	require.NoError(t, d.Append("meta", []byte("m")))
+	d.FailReads("log/", 1)
+	_, err := d.ReadFile("meta")
+	require.NoError(t, err)
+	_, err = d.ReadFile("log/a")
+	require.ErrorIs(t, err, env.ErrIO)
+	_, err = d.ReadFile("log/a")
+	require.NoError(t, err)
+}
+
+func TestCorruptFlipsExactlyOneBit(t *testing.T) {
+	d := New()
+	orig := []byte("some bytes on the platter")
+	require.NoError(t, d.Append("f", orig))
+	require.NoError(t, d.Sync("f"))
+	name, off, ok := d.Corrupt("", env.NewRand(3))
+	require.True(t, ok)
+	require.Equal(t, "f", name)
+	got, _ := d.ReadFile("f")
+	diff := 0
+	for i := range got {
+		if got[i] != orig[i] {
+			diff++
+			require.Equal(t, off, int64(i))
+		}
+	}
+	require.Equal(t, 1, diff)
+	d.PowerLoss(false, env.NewRand(1))
+	again, _ := d.ReadFile("f")
+	require.Equal(t, got, again, "rot is on the platter, not in the cache")
+}
+
+func TestReadAtPastEndAndMissingFiles(t *testing.T) {
+	d := New()
+	_, err := d.ReadFile("nope")
+	require.True(t, errors.Is(err, fs.ErrNotExist))
+	require.NoError(t, d.WriteAt("f", []byte("xy"), 3)) // gap is zero-filled
+	got, _ := d.ReadFile("f")
+	require.Equal(t, []byte{0, 0, 0, 'x', 'y'}, got)
+	buf := make([]byte, 4)
+	n, err := d.ReadAt("f", buf, 3)
+	require.Equal(t, 2, n)
+	require.ErrorIs(t, err, io.EOF)
+	require.NoError(t, d.Remove("missing"))
+}
+
+func TestRenameReplacesAndListIsSorted(t *testing.T) {
+	d := New()
+	for _, n := range []string{"b/2", "a", "b/1", "c"} {
+		require.NoError(t, d.Append(n, []byte(n)))
+	}
+	require.Equal(t, []string{"b/1", "b/2"}, d.List("b/"))
+	require.NoError(t, env.WriteFileAtomic(d, "a", []byte("new")))
+	got, _ := d.ReadFile("a")
+	require.Equal(t, "new", string(got))
+	d.PowerLoss(false, env.NewRand(1))
+	got, _ = d.ReadFile("a")
+	require.Equal(t, "new", string(got), "an atomic write is durable")
+	require.Equal(t, []string{"a", "b/1", "b/2", "c"}, d.List(""))
+}
