@@ -43,8 +43,15 @@ func OpenDisk(dir string) (*Disk, error) {
 	if err != nil {
 		return nil, fmt.Errorf("data directory %s: %w", dir, err)
 	}
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, fmt.Errorf("data directory: %w", err)
+	if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return nil, fmt.Errorf("data directory: %w", err)
+		}
+		// A data directory that a power loss could take away again would
+		// make every later fsync inside it moot.
+		if err := syncDir(filepath.Dir(root)); err != nil {
+			return nil, fmt.Errorf("data directory %s: %w", root, err)
+		}
 	}
 	fi, err := os.Stat(root)
 	if err != nil {

@@ -7,7 +7,9 @@
 // own tests:
 //
 //	func TestConformance(t *testing.T) {
-//		envtest.Run(t, func(t *testing.T) envtest.Harness { return newHarness(t) })
+//		envtest.Run(t, func(t *testing.T, seed uint64) envtest.Harness {
+//			return newHarness(t, seed) // a fresh world whose randomness derives from seed
+//		})
 //	}
 //
 // The cases are written as processes: they act from Start, Connected,
