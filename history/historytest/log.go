@@ -228,6 +228,9 @@ func (g *gen) send(proc, node string, t int64, tx *txnState) int64 {
 	case g.pct(g.cfg.IndefinitePercent):
 		op.Outcome, op.Error, acked = history.Info, "request timed out", false
 		applied = g.c.IntN(2) == 0
+		if tx != nil && !applied {
+			tx.failed = true // a transaction missing a write must abort
+		}
 		if applied && g.c.IntN(2) == 0 {
 			effect = ret + g.latency() // lands after the client gave up
 		}

@@ -1,0 +1,443 @@
+package checkers
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kafkasim/kafkasim/history"
+	"github.com/kafkasim/kafkasim/model"
+)
+
+// checkAnomalies runs every Jepsen-named check over the version orders.
+func (a *analysis) checkAnomalies() {
+	lost := map[history.ID]bool{}
+	for _, p := range a.parts {
+		a.inconsistentOffsets(p)
+		a.duplicates(p)
+		a.abortedReads(p)
+		a.lostWrites(p, lost)
+	}
+	a.unseen(lost)
+	a.tornTransactions()
+	a.pollOrder()
+	a.sendOrder()
+	a.offsetRegressions()
+}
+
+func (a *analysis) inconsistentOffsets(p *partition) {
+	for i := 0; i < len(p.pairs); {
+		j := i + 1
+		for j < len(p.pairs) && p.pairs[j].offset == p.pairs[i].offset {
+			j++
+		}
+		if j-i > 1 {
+			var desc []string
+			var ids []history.ID
+			for _, pr := range p.pairs[i:j] {
+				by := pr.writer
+				verb := "written by"
+				if by == 0 {
+					by, verb = pr.reader, "read by"
+				}
+				desc = append(desc, fmt.Sprintf("%q (%s op %d)", pr.value, verb, by))
+				ids = append(ids, by)
+			}
+			a.rep.add("inconsistent-offsets", Witness{
+				Message: fmt.Sprintf("%s offset %d holds %s", p.tp, p.pairs[i].offset, strings.Join(desc, " and ")),
+				Ops:     a.ref(ids...)})
+		}
+		i = j
+	}
+}
+
+func (a *analysis) duplicates(p *partition) {
+	for i := 0; i < len(p.byValue); {
+		j := i + 1
+		v := p.pairs[p.byValue[i]].value
+		for j < len(p.byValue) && p.pairs[p.byValue[j]].value == v {
+			j++
+		}
+		if j-i > 1 {
+			var offs []string
+			var ids []history.ID
+			for _, k := range p.byValue[i:j] {
+				pr := p.pairs[k]
+				offs = append(offs, fmt.Sprint(pr.offset))
+				if pr.writer != 0 {
+					ids = append(ids, pr.writer)
+				} else {
+					ids = append(ids, pr.reader)
+				}
+			}
+			a.rep.add("duplicate", Witness{
+				Message: fmt.Sprintf("%s holds %q at offsets %s", p.tp, v, strings.Join(offs, ", ")),
+				Ops:     a.ref(ids...)})
+		}
+		i = j
+	}
+}
+
+// txnEnd is the earliest a transaction can have committed: when commit was
+// requested, or else after its last send was invoked.
+func (a *analysis) txnEnd(txn history.ID) int64 {
+	if a.txnEnds == nil {
+		a.txnEnds = map[history.ID]int64{}
+		for i := range a.h {
+			switch op := &a.h[i]; op.Kind {
+			case history.KindTxn:
+				a.txnEnds[op.ID] = max(a.txnEnds[op.ID], op.Txn.EndCall)
+			case history.KindSend:
+				if t := op.Send.Txn; t != 0 {
+					a.txnEnds[t] = max(a.txnEnds[t], op.Call)
+				}
+			}
+		}
+	}
+	return a.txnEnds[txn]
+}
+
+func (a *analysis) abortedReads(p *partition) {
+	for _, pr := range p.pairs {
+		if pr.reader == 0 {
+			continue
+		}
+		if pr.writer == 0 {
+			if w, ok := p.failed[pr.value]; ok {
+				a.rep.add("G1a", Witness{
+					Message: fmt.Sprintf("op %d read %q at %s offset %d, but its send op %d failed definitely", pr.reader, pr.value, p.tp, pr.offset, w),
+					Ops:     a.ref(pr.reader, w)})
+			}
+			continue
+		}
+		if pr.readRC == 0 {
+			continue
+		}
+		if pr.vis == model.Aborted {
+			t := a.op(pr.writer).Send.Txn
+			a.rep.add("G1a", Witness{
+				Message: fmt.Sprintf("read_committed op %d read %q at %s offset %d, written by op %d in aborted transaction op %d", pr.readRC, pr.value, p.tp, pr.offset, pr.writer, t),
+				Ops:     a.ref(pr.readRC, pr.writer, t)})
+			continue
+		}
+		if t := a.op(pr.writer).Send.Txn; t != 0 {
+			if end := a.txnEnd(t); pr.readRet < end {
+				a.rep.add("precommitted-read", Witness{
+					Message: fmt.Sprintf("read_committed op %d returned %q (%s offset %d) at %d, before transaction op %d asked to commit at %d", pr.readRC, pr.value, p.tp, pr.offset, pr.readRet, t, a.txnEnd(t)),
+					Ops:     a.ref(pr.readRC, pr.writer, t)})
+			}
+		}
+	}
+}
+
+// mustHaveCommitted: the send was acknowledged and is visible to every
+// reader (outside a transaction, or in one that committed).
+func (a *analysis) mustHaveCommitted(send *history.Op) bool {
+	if send.Outcome != history.OK {
+		return false
+	}
+	return send.Send.Txn == 0 || a.committed[send.Send.Txn]
+}
+
+// lostWrites follows Jepsen: take the highest offset at which some read
+// value first appears; every acknowledged value written at or below it must
+// have been read by someone.
+func (a *analysis) lostWrites(p *partition, lost map[history.ID]bool) {
+	bound := int64(-1)
+	var boundReader history.ID
+	for _, pr := range p.pairs {
+		if pr.reader == 0 {
+			continue
+		}
+		first := p.pairs[p.valuePairs(pr.value)[0]].offset
+		if first > bound {
+			bound, boundReader = first, pr.reader
+		}
+	}
+	for _, pr := range p.pairs {
+		if pr.offset > bound {
+			break
+		}
+		if pr.writer == 0 || !pr.definite || pr.reader != 0 {
+			continue
+		}
+		w := a.op(pr.writer)
+		if !a.mustHaveCommitted(w) || p.valueRead(pr.value) {
+			continue
+		}
+		lost[pr.writer] = true
+		a.rep.add("lost-write", Witness{
+			Message: fmt.Sprintf("%q, acknowledged at %s offset %d by op %d, was never read, though op %d read up to offset %d", pr.value, p.tp, pr.offset, pr.writer, boundReader, bound),
+			Ops:     a.ref(pr.writer, boundReader)})
+	}
+}
+
+// unseen: acknowledged writes to a drained partition (one with a final
+// read) that no read ever returned, and that lostWrites did not already
+// name.
+func (a *analysis) unseen(lost map[history.ID]bool) {
+	for i := range a.h {
+		op := &a.h[i]
+		if op.Kind != history.KindSend || lost[op.ID] || !a.mustHaveCommitted(op) {
+			continue
+		}
+		p := a.byTP[op.Send.TP]
+		if p == nil || !p.finalRead {
+			continue
+		}
+		for _, m := range op.Send.Messages {
+			if !p.valueRead(m.Value) {
+				a.rep.add("unseen", Witness{
+					Message: fmt.Sprintf("%q, acknowledged by op %d to %s, was never read, not even by the final read", m.Value, op.ID, op.Send.TP),
+					Ops:     a.ref(op.ID)})
+				break
+			}
+		}
+	}
+}
+
+// tornTransactions: a committed transaction must be wholly in, or wholly
+// out of, the final reads of the partitions it wrote.
+func (a *analysis) tornTransactions() {
+	type tally struct {
+		in, out     int
+		inOp, outOp history.ID
+		outValue    string
+	}
+	var order []history.ID
+	tallies := map[history.ID]*tally{}
+	for i := range a.h {
+		op := &a.h[i]
+		if op.Kind != history.KindSend || op.Send.Txn == 0 || !a.committed[op.Send.Txn] {
+			continue
+		}
+		p := a.byTP[op.Send.TP]
+		if p == nil || !p.finalRead {
+			continue
+		}
+		t := tallies[op.Send.Txn]
+		if t == nil {
+			t = &tally{}
+			tallies[op.Send.Txn] = t
+			order = append(order, op.Send.Txn)
+		}
+		for _, m := range op.Send.Messages {
+			if op.Outcome != history.Fail && p.valueFinal(m.Value) {
+				t.in++
+				t.inOp = op.ID
+			} else {
+				t.out++
+				t.outOp, t.outValue = op.ID, m.Value
+			}
+		}
+	}
+	slices.Sort(order)
+	for _, id := range order {
+		if t := tallies[id]; t.in > 0 && t.out > 0 {
+			a.rep.add("torn-transaction", Witness{
+				Message: fmt.Sprintf("committed transaction op %d has %d writes in the final output and %d missing, e.g. %q of op %d", id, t.in, t.out, t.outValue, t.outOp),
+				Ops:     a.ref(id, t.inOp, t.outOp)})
+		}
+	}
+}
+
+// processOps lists each process's operations of the given kinds in
+// invocation order, processes sorted by name.
+func (a *analysis) processOps(kinds ...history.Kind) ([]string, map[string][]*history.Op) {
+	by := map[string][]*history.Op{}
+	for i := range a.h {
+		op := &a.h[i]
+		if slices.Contains(kinds, op.Kind) {
+			by[op.Process] = append(by[op.Process], op)
+		}
+	}
+	names := make([]string, 0, len(by))
+	for n, ops := range by {
+		names = append(names, n)
+		slices.SortStableFunc(ops, func(x, y *history.Op) int {
+			if x.Call != y.Call {
+				return cmp64(x.Call, y.Call)
+			}
+			return int(x.ID - y.ID)
+		})
+	}
+	slices.Sort(names)
+	return names, by
+}
+
+type lastRead struct {
+	offset int64
+	op     history.ID
+}
+
+// pollOrder finds poll-skip and nonmonotonic-poll: per consumer, between
+// polls with no assignment change, rebalance or seek in between, and within
+// one poll, consecutive offsets read must be consecutive in the version
+// order its isolation level sees.
+func (a *analysis) pollOrder() {
+	names, by := a.processOps(history.KindPoll, history.KindAssign, history.KindSubscribe, history.KindRebalance, history.KindSeek)
+	for _, proc := range names {
+		last := map[history.TopicPartition]lastRead{}
+		keep := func(ok func(history.TopicPartition) bool) {
+			for tp := range last {
+				if !ok(tp) {
+					delete(last, tp)
+				}
+			}
+		}
+		for _, op := range by[proc] {
+			switch op.Kind {
+			case history.KindAssign:
+				if op.Outcome != history.Fail {
+					keep(func(tp history.TopicPartition) bool { return slices.Contains(op.Assign.Partitions, tp) })
+				}
+			case history.KindSubscribe:
+				if op.Outcome != history.Fail {
+					keep(func(tp history.TopicPartition) bool { return slices.Contains(op.Subscribe.Topics, tp.Topic) })
+				}
+			case history.KindRebalance:
+				keep(func(tp history.TopicPartition) bool { return slices.Contains(op.Rebalance.Assigned, tp) })
+			case history.KindSeek:
+				for _, po := range op.Seek.Offsets {
+					delete(last, po.TP)
+				}
+			case history.KindPoll:
+				if op.Poll.Rebalanced || (a.opts.Rebalancing && op.Poll.Group != "") {
+					clear(last)
+				}
+				for _, f := range op.Poll.Fetched {
+					if len(f.Records) == 0 {
+						continue
+					}
+					p := a.byTP[f.TP]
+					offs := p.ranks(op.Poll.Isolation)
+					if l, ok := last[f.TP]; ok {
+						a.pollStep(p, offs, l.offset, f.Records[0].Offset, l.op, op.ID)
+					}
+					for i := 1; i < len(f.Records); i++ {
+						a.pollStep(p, offs, f.Records[i-1].Offset, f.Records[i].Offset, op.ID, op.ID)
+					}
+					if op.Outcome == history.OK {
+						last[f.TP] = lastRead{offset: f.Records[len(f.Records)-1].Offset, op: op.ID}
+					}
+				}
+			}
+		}
+	}
+}
+
+func (a *analysis) pollStep(p *partition, offs []int64, from, to int64, fromOp, toOp history.ID) {
+	i, j := rank(offs, from), rank(offs, to)
+	if i < 0 || j < 0 {
+		return
+	}
+	switch delta := j - i; {
+	case delta > 1:
+		a.rep.add("poll-skip", Witness{
+			Message: fmt.Sprintf("%s: op %d read offset %d, then op %d read offset %d, skipping %d known entries (%s)", p.tp, fromOp, from, toOp, to, delta-1,
+				strings.Join(p.valuesBetween(offs, i, j, 5), ", ")),
+			Ops: a.ref(dedup(fromOp, toOp)...)})
+	case delta < 1:
+		a.rep.add("nonmonotonic-poll", Witness{
+			Message: fmt.Sprintf("%s: op %d read offset %d, then op %d read offset %d", p.tp, fromOp, from, toOp, to),
+			Ops:     a.ref(dedup(fromOp, toOp)...)})
+	}
+}
+
+func dedup(a, b history.ID) []history.ID {
+	if a == b {
+		return []history.ID{a}
+	}
+	return []history.ID{a, b}
+}
+
+// sendOrder finds nonmonotonic-send: a producer's acknowledged sends to a
+// partition, in invocation order, must get increasing offsets.
+func (a *analysis) sendOrder() {
+	names, by := a.processOps(history.KindSend)
+	for _, proc := range names {
+		type lastSend struct {
+			offset int64
+			op     history.ID
+		}
+		last := map[history.TopicPartition]lastSend{}
+		for _, op := range by[proc] {
+			s := op.Send
+			if op.Outcome != history.OK || s.Offset < 0 {
+				continue
+			}
+			if l, ok := last[s.TP]; ok && s.Offset <= l.offset {
+				a.rep.add("nonmonotonic-send", Witness{
+					Message: fmt.Sprintf("%s: %s's op %d got offset %d, then its later op %d got offset %d", s.TP, proc, l.op, l.offset, op.ID, s.Offset),
+					Ops:     a.ref(l.op, op.ID)})
+			}
+			last[s.TP] = lastSend{offset: s.Offset + int64(len(s.Messages)) - 1, op: op.ID}
+		}
+	}
+}
+
+// offsetRegressions: of two successful commits of one group's offset for a
+// partition, the one invoked after the other returned must not be lower.
+// Offsets stored in a sink count as the sink's "group".
+func (a *analysis) offsetRegressions() {
+	type write struct {
+		call, ret, offset int64
+		op                history.ID
+	}
+	type key struct {
+		group string
+		tp    history.TopicPartition
+	}
+	writes := map[key][]write{}
+	var keys []key
+	add := func(op *history.Op, group string, pos []history.PartitionOffset) {
+		if op.Outcome != history.OK {
+			return
+		}
+		for _, po := range pos {
+			k := key{group, po.TP}
+			if _, ok := writes[k]; !ok {
+				keys = append(keys, k)
+			}
+			writes[k] = append(writes[k], write{op.Call, op.Return, po.Offset, op.ID})
+		}
+	}
+	for i := range a.h {
+		switch op := &a.h[i]; op.Kind {
+		case history.KindCommit:
+			add(op, op.Commit.Group, op.Commit.Offsets)
+		case history.KindTxn:
+			add(op, op.Txn.Group, op.Txn.Offsets)
+		case history.KindSinkWrite:
+			add(op, "sink "+op.SinkWrite.Sink, op.SinkWrite.Offsets)
+		}
+	}
+	slices.SortFunc(keys, func(x, y key) int {
+		if x.group != y.group {
+			return strings.Compare(x.group, y.group)
+		}
+		return x.tp.Compare(y.tp)
+	})
+	for _, k := range keys {
+		ws := writes[k]
+		byCall := slices.Clone(ws)
+		slices.SortStableFunc(byCall, func(x, y write) int { return cmp64(x.call, y.call) })
+		byRet := ws
+		slices.SortStableFunc(byRet, func(x, y write) int { return cmp64(x.ret, y.ret) })
+		j := 0
+		best := write{offset: -1}
+		for _, w := range byCall {
+			for j < len(byRet) && byRet[j].ret < w.call {
+				if byRet[j].offset > best.offset {
+					best = byRet[j]
+				}
+				j++
+			}
+			if w.offset < best.offset {
+				a.rep.add("offset-regression", Witness{
+					Message: fmt.Sprintf("%s %s: op %d committed %d, then op %d, invoked after, committed %d", k.group, k.tp, best.op, best.offset, w.op, w.offset),
+					Ops:     a.ref(best.op, w.op)})
+			}
+		}
+	}
+}

@@ -1,0 +1,163 @@
+package checkers
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/kafkasim/kafkasim/history"
+	"github.com/kafkasim/kafkasim/model"
+)
+
+// Linearizability chooses how partition logs are checked.
+type Linearizability int
+
+const (
+	// Fast is the O(n log n) offset-based checker (the default).
+	Fast Linearizability = iota
+	// Porcupine runs porcupine on every partition (with PorcupineTimeout):
+	// the reference, exponential in overlapping operations.
+	Porcupine
+	// Both runs both and panics if they disagree on a decided partition.
+	Both
+)
+
+// DefaultPorcupineTimeout bounds each porcupine run when
+// Options.PorcupineTimeout is zero.
+const DefaultPorcupineTimeout = 10 * time.Second
+
+// DefaultWitnessesMax is how many witnesses per anomaly are kept when
+// Options.WitnessesMax is zero.
+const DefaultWitnessesMax = 3
+
+// Options say what the workload promises and how to check it.
+type Options struct {
+	// KeyOrder: the configuration promises per-key order; check it.
+	KeyOrder bool
+	// Rebalancing: group consumers may change assignment without a
+	// recorded rebalance, so poll-skip and nonmonotonic-poll are not judged
+	// across polls of a group consumer.
+	Rebalancing bool
+	// Linearizability selects the partition-log checker.
+	Linearizability Linearizability
+	// PorcupineTimeout bounds each porcupine run (logs under Porcupine or
+	// Both, committed-offset registers always). Zero: DefaultPorcupineTimeout.
+	PorcupineTimeout time.Duration
+	// WitnessesMax is how many witnesses to keep per anomaly. Zero:
+	// DefaultWitnessesMax.
+	WitnessesMax int
+	// HTML, if set, is a file to write porcupine's visualization of the
+	// first non-linearizable partition log to, fault events annotated.
+	HTML string
+}
+
+// Check judges a history: it validates it, checks every partition log for
+// linearizability, the committed offsets with porcupine, every anomaly and
+// delivery, and returns the verdict. The error is for an invalid history or
+// a failure to write the HTML file; the verdict is complete in the latter
+// case.
+func Check(h history.History, opts Options) (Verdict, error) {
+	if err := h.Validate(); err != nil {
+		return Verdict{}, err
+	}
+	if opts.PorcupineTimeout == 0 {
+		opts.PorcupineTimeout = DefaultPorcupineTimeout
+	}
+	if opts.WitnessesMax == 0 {
+		opts.WitnessesMax = DefaultWitnessesMax
+	}
+	rep := newReport(opts.WitnessesMax)
+	v := Verdict{Stats: Stats{Ops: len(h)}, OrderHeld: true}
+	logs := model.Logs(h)
+	v.Stats.Partitions = len(logs)
+	illegal := -1
+	for i, l := range logs {
+		res := checkLogWith(l, opts)
+		v.Logs = append(v.Logs, res)
+		switch res.Result {
+		case porcupine.Illegal:
+			if illegal < 0 {
+				illegal = i
+			}
+			w := Witness{Message: fmt.Sprintf("%s: porcupine found no linearization", l.TP)}
+			if res.Violation != nil {
+				w.Message = res.Violation.String()
+				w.Ops = refs(h, res.Violation.Ops)
+			}
+			rep.add("nonlinearizable", w)
+		case porcupine.Unknown:
+			v.Inconclusive = true
+		}
+	}
+	for _, r := range model.OffsetRegisters(h) {
+		switch model.CheckOffsets(r, opts.PorcupineTimeout) {
+		case porcupine.Illegal:
+			rep.add("stale-offset-fetch", Witness{
+				Message: fmt.Sprintf("group %s %s: the commits and offset fetches have no linearization as one register", r.Group, r.TP),
+				Ops:     registerRefs(h, r)})
+		case porcupine.Unknown:
+			v.Inconclusive = true
+		}
+	}
+	a := newAnalysis(h, logs, opts, rep)
+	a.checkAnomalies()
+	stats, notes := a.checkDelivery()
+	v.Stats.Intents, v.Stats.Acknowledged, v.Stats.Outputs = stats.Intents, stats.Acknowledged, stats.Outputs
+	v.Notes = notes
+	v.Anomalies = rep.list()
+	v.held = map[Guarantee]bool{ExactlyOnce: !v.Inconclusive, AtLeastOnce: true, AtMostOnce: true}
+	for _, an := range v.Anomalies {
+		for _, g := range an.Breaks {
+			v.held[g] = false
+		}
+		if anomalies[an.Name].order && opts.KeyOrder {
+			v.OrderHeld = false
+		}
+	}
+	switch {
+	case v.held[ExactlyOnce]:
+		v.Observed = ExactlyOnce
+	case v.held[AtLeastOnce]:
+		v.Observed = AtLeastOnce
+	case v.held[AtMostOnce]:
+		v.Observed = AtMostOnce
+	default:
+		v.Observed = None
+	}
+	if opts.HTML != "" && illegal >= 0 {
+		if err := VisualizeLog(h, logs[illegal], opts.HTML, opts.PorcupineTimeout); err != nil {
+			return v, err
+		}
+	}
+	return v, nil
+}
+
+func checkLogWith(l model.Log, opts Options) LogResult {
+	switch opts.Linearizability {
+	case Porcupine:
+		return LogResult{TP: l.TP, Result: model.CheckLog(l, opts.PorcupineTimeout)}
+	case Both:
+		fast := CheckLog(l)
+		if ref := model.CheckLog(l, opts.PorcupineTimeout); ref != porcupine.Unknown && ref != fast.Result {
+			panic(fmt.Sprintf("checkers: fast log checker says %s and porcupine says %s on %s", fast.Result, ref, l.TP))
+		}
+		return fast
+	}
+	return CheckLog(l)
+}
+
+func refs(h history.History, ids []history.ID) []OpRef {
+	a := &analysis{h: h, index: h.Index()}
+	return a.ref(ids...)
+}
+
+func registerRefs(h history.History, r model.OffsetRegister) []OpRef {
+	var ids []history.ID
+	for _, op := range r.Ops {
+		if len(ids) == DefaultWitnessesMax*2 {
+			break
+		}
+		ids = append(ids, op.Metadata.(model.Meta).Op)
+	}
+	return refs(h, ids)
+}
