@@ -136,7 +136,7 @@ type Verdict struct {
 	Stats        Stats
 	// Notes say what could not be judged, and why.
 	Notes []string
-	held         map[Guarantee]bool
+	held  map[Guarantee]bool
 }
 
 // Stats counts what was checked.
