@@ -1,0 +1,143 @@
+package rpc
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/kafkasim/kafkasim/broker/wire"
+	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/sim"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+var testVersions = wire.NewVersions(
+	wire.Range{Key: 3, Min: 0, Max: 12},  // Metadata
+	wire.Range{Key: 18, Min: 0, Max: 3},  // ApiVersions
+	wire.Range{Key: 32, Min: 0, Max: 4},  // DescribeConfigs: never answered, for timeouts
+)
+
+// node is a process with a router; the server answers Metadata after a
+// delay and never answers DescribeConfigs.
+type node struct {
+	*Router
+	e      env.Env
+	delay  time.Duration
+	served int
+}
+
+func (n *node) Start(e env.Env) {
+	n.e = e
+	srv := NewServer(testVersions, func(r *Request) {
+		n.served++
+		if r.Header.Key != 3 {
+			return // hold the connection forever
+		}
+		resp := kmsg.NewPtrMetadataResponse()
+		resp.ClusterID = kmsg.StringPtr(e.Name())
+		e.AfterFunc(n.delay, func() { r.Respond(resp) })
+	})
+	n.Router = NewRouter(e, srv)
+}
+
+func world(t *testing.T) (*sim.World, *node, *node) {
+	w := sim.New(sim.Options{Seed: 1})
+	w.AddNode("client", func() env.Process { return &node{} }).Start()
+	w.AddNode("server", func() env.Process { return &node{delay: 5 * time.Millisecond} }).Start()
+	require.NoError(t, w.RunFor(time.Millisecond))
+	return w, w.Node("client").Process().(*node), w.Node("server").Process().(*node)
+}
+
+func TestPipelinedRequestsAreAnsweredInOrder(t *testing.T) {
+	w, c, s := world(t)
+	var got []int
+	w.Node("client").Exec(func() {
+		cl := NewClient(c.Router, "server", ClientOptions{ClientID: "test"})
+		for i := range 5 {
+			cl.Do(kmsg.NewPtrMetadataRequest(), time.Second, func(resp kmsg.Response, err error) {
+				require.NoError(t, err)
+				require.Equal(t, "server", *resp.(*kmsg.MetadataResponse).ClusterID)
+				require.Equal(t, int16(12), resp.GetVersion(), "highest common version")
+				got = append(got, i)
+			})
+		}
+	})
+	require.NoError(t, w.RunFor(time.Second))
+	require.Equal(t, []int{0, 1, 2, 3, 4}, got)
+	require.Equal(t, 5, s.served)
+}
+
+func TestUnansweredRequestTimesOutIndefinitely(t *testing.T) {
+	w, c, _ := world(t)
+	var errs []error
+	w.Node("client").Exec(func() {
+		cl := NewClient(c.Router, "server", ClientOptions{})
+		cl.Do(kmsg.NewPtrDescribeConfigsRequest(), 100*time.Millisecond, func(_ kmsg.Response, err error) { errs = append(errs, err) })
+		cl.Do(kmsg.NewPtrMetadataRequest(), time.Second, func(_ kmsg.Response, err error) { errs = append(errs, err) })
+	})
+	require.NoError(t, w.RunFor(time.Second))
+	require.Len(t, errs, 2)
+	require.True(t, errors.Is(errs[0], ErrTimeout))
+	require.True(t, Indefinite(errs[0]))
+	require.True(t, errors.Is(errs[1], ErrTimeout), "the request behind a lost answer fails with it: %v", errs[1])
+}
+
+func TestRequestToDeadServerIsNotSent(t *testing.T) {
+	w, c, _ := world(t)
+	w.Node("server").Crash()
+	var err error
+	w.Node("client").Exec(func() {
+		cl := NewClient(c.Router, "server", ClientOptions{})
+		cl.Do(kmsg.NewPtrMetadataRequest(), 500*time.Millisecond, func(_ kmsg.Response, e error) { err = e })
+	})
+	require.NoError(t, w.RunFor(time.Second))
+	require.True(t, errors.Is(err, ErrNotSent), "%v", err)
+	require.False(t, Indefinite(err))
+}
+
+func TestServerCrashMidRequestIsIndefinite(t *testing.T) {
+	w, c, _ := world(t)
+	var err error
+	w.Node("client").Exec(func() {
+		cl := NewClient(c.Router, "server", ClientOptions{})
+		cl.Do(kmsg.NewPtrMetadataRequest(), 10*time.Second, func(_ kmsg.Response, e error) { err = e })
+	})
+	require.NoError(t, w.RunFor(4*time.Millisecond)) // sent, not answered
+	w.Node("server").Crash()
+	require.NoError(t, w.RunFor(time.Second))
+	require.True(t, errors.Is(err, ErrDisconnected), "%v", err)
+	require.True(t, Indefinite(err))
+}
+
+func TestClientRedialsAfterServerRestart(t *testing.T) {
+	w, c, _ := world(t)
+	var cl *Client
+	ok := 0
+	w.Node("client").Exec(func() {
+		cl = NewClient(c.Router, "server", ClientOptions{})
+		cl.Do(kmsg.NewPtrMetadataRequest(), time.Second, func(_ kmsg.Response, e error) { require.NoError(t, e); ok++ })
+	})
+	require.NoError(t, w.RunFor(time.Second))
+	w.Node("server").Restart()
+	require.NoError(t, w.RunFor(time.Second))
+	w.Node("client").Exec(func() {
+		cl.Do(kmsg.NewPtrMetadataRequest(), 5*time.Second, func(_ kmsg.Response, e error) { require.NoError(t, e); ok++ })
+	})
+	require.NoError(t, w.RunFor(5*time.Second))
+	require.Equal(t, 2, ok)
+}
+
+func TestMalformedFrameClosesTheConnection(t *testing.T) {
+	w, c, _ := world(t)
+	closed := false
+	var conn env.ConnID
+	w.Node("client").Exec(func() { conn = c.e.Dial("server") })
+	require.NoError(t, w.RunFor(100*time.Millisecond))
+	c.Router.clients[conn] = &Client{router: c.Router, e: c.e, conn: conn, state: ready}
+	w.Node("client").Exec(func() { c.e.Send(conn, []byte{0, 3, 0, 1, 0}) })
+	require.NoError(t, w.RunFor(100*time.Millisecond))
+	_, still := c.Router.clients[conn]
+	closed = !still
+	require.True(t, closed)
+}

@@ -1,0 +1,144 @@
+package rpc
+
+import (
+	"errors"
+
+	"github.com/kafkasim/kafkasim/broker/wire"
+	"github.com/kafkasim/kafkasim/env"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Handler serves requests. It must eventually call exactly one of
+// Respond, NoResponse or CloseConn on each request — now or from a later
+// event — and the connection processes nothing else until it does.
+type Handler func(r *Request)
+
+// Server dispatches inbound requests.
+type Server struct {
+	e        env.Env
+	versions wire.Versions
+	handle   Handler
+	conns    map[env.ConnID]*serverConn
+	// RequestsMax bounds the requests queued on one connection; a client
+	// that pipelines more is cut off.
+	RequestsMax int
+}
+
+type serverConn struct {
+	id      env.ConnID
+	peer    string
+	queue   []*Request // head is being served
+	closed  bool
+	serving bool
+}
+
+// Request is one inbound request being served.
+type Request struct {
+	Conn   env.ConnID
+	Peer   string
+	Header wire.RequestHeader
+	Body   kmsg.Request
+	srv    *Server
+	sc     *serverConn
+	done   bool
+}
+
+// NewServer returns a server for the given APIs. ApiVersions is answered
+// by the server itself from versions.
+func NewServer(versions wire.Versions, handle Handler) *Server {
+	return &Server{versions: versions, handle: handle, conns: map[env.ConnID]*serverConn{}, RequestsMax: 1000}
+}
+
+func (s *Server) accept(c env.ConnID, peer string) {
+	s.conns[c] = &serverConn{id: c, peer: peer}
+}
+
+func (s *Server) received(c env.ConnID, frame []byte) {
+	sc := s.conns[c]
+	if sc == nil || sc.closed {
+		return
+	}
+	h, body, err := wire.ParseRequest(frame, s.versions)
+	var unsupported *wire.UnsupportedError
+	switch {
+	case errors.As(err, &unsupported) && h.Key == 18:
+		// A client probing with a newer ApiVersions: answer at v0 with
+		// UNSUPPORTED_VERSION and our ranges, as Kafka does.
+		h.Version = 0
+		s.e.Send(c, wire.AppendResponse(nil, h, s.versions.ApiVersionsResponse(-1)))
+		return
+	case err != nil:
+		s.e.Log("bad-request", "peer", sc.peer, "error", err.Error())
+		s.drop(sc)
+		return
+	}
+	if len(sc.queue) >= s.RequestsMax {
+		s.e.Log("too-many-requests", "peer", sc.peer, "queued", len(sc.queue))
+		s.drop(sc)
+		return
+	}
+	sc.queue = append(sc.queue, &Request{Conn: c, Peer: sc.peer, Header: h, Body: body, srv: s, sc: sc})
+	s.next(sc)
+}
+
+// next serves the head of the connection's queue if nothing is being served.
+func (s *Server) next(sc *serverConn) {
+	for !sc.closed && !sc.serving && len(sc.queue) > 0 {
+		r := sc.queue[0]
+		sc.serving = true
+		if r.Header.Key == 18 {
+			r.Respond(s.versions.ApiVersionsResponse(r.Header.Version))
+			continue
+		}
+		s.handle(r)
+	}
+}
+
+func (s *Server) closed(c env.ConnID) {
+	if sc := s.conns[c]; sc != nil {
+		sc.closed = true
+		delete(s.conns, c)
+	}
+}
+
+func (s *Server) drop(sc *serverConn) {
+	sc.closed = true
+	delete(s.conns, sc.id)
+	s.e.Close(sc.id)
+}
+
+// Respond sends resp and lets the connection's next request be served.
+func (r *Request) Respond(resp kmsg.Response) {
+	r.finish(func() {
+		r.srv.e.Send(r.Conn, wire.AppendResponse(nil, r.Header, resp))
+	})
+}
+
+// NoResponse completes a request that gets no answer (Produce with acks=0).
+func (r *Request) NoResponse() { r.finish(func() {}) }
+
+// CloseConn drops the connection instead of answering.
+func (r *Request) CloseConn() {
+	r.finish(func() { r.srv.drop(r.sc) })
+}
+
+// Live reports whether the connection is still open, so a delayed answer
+// can be skipped.
+func (r *Request) Live() bool { return !r.sc.closed }
+
+func (r *Request) finish(send func()) {
+	if r.done {
+		panic("rpc: request " + r.Header.Name() + " answered twice")
+	}
+	r.done = true
+	if r.sc.closed {
+		return
+	}
+	send()
+	if len(r.sc.queue) > 0 && r.sc.queue[0] == r {
+		r.sc.queue[0] = nil
+		r.sc.queue = r.sc.queue[1:]
+	}
+	r.sc.serving = false
+	r.srv.next(r.sc)
+}

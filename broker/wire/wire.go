@@ -1,0 +1,158 @@
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// RequestHeader is the header of one request.
+type RequestHeader struct {
+	Key           int16
+	Version       int16
+	CorrelationID int32
+	ClientID      *string
+}
+
+// Name is the API's name, e.g. "Produce".
+func (h RequestHeader) Name() string { return kmsg.NameForKey(h.Key) }
+
+// ErrMalformed is the error for a frame that does not parse.
+var ErrMalformed = errors.New("malformed frame")
+
+// UnsupportedError is a request for an API or version the process does not
+// serve. The header parsed, so the caller can answer with Kafka's error.
+type UnsupportedError struct {
+	Header RequestHeader
+}
+
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("unsupported API %s (key %d) version %d", e.Header.Name(), e.Header.Key, e.Header.Version)
+}
+
+// ParseRequest decodes one request frame. Requests whose key or version
+// versions does not allow return an *UnsupportedError with the header; a
+// frame that does not parse returns an error wrapping ErrMalformed.
+func ParseRequest(frame []byte, versions Versions) (RequestHeader, kmsg.Request, error) {
+	var h RequestHeader
+	if len(frame) < 8 {
+		return h, nil, fmt.Errorf("%w: %d-byte request header", ErrMalformed, len(frame))
+	}
+	h.Key = int16(binary.BigEndian.Uint16(frame))
+	h.Version = int16(binary.BigEndian.Uint16(frame[2:]))
+	h.CorrelationID = int32(binary.BigEndian.Uint32(frame[4:]))
+	b := frame[8:]
+	clientID, b, err := readNullableString(b)
+	if err != nil {
+		return h, nil, fmt.Errorf("%w: client id: %v", ErrMalformed, err)
+	}
+	h.ClientID = clientID
+	if !versions.Supports(h.Key, h.Version) {
+		return h, nil, &UnsupportedError{Header: h}
+	}
+	req := kmsg.RequestForKey(h.Key)
+	if req == nil {
+		return h, nil, &UnsupportedError{Header: h}
+	}
+	req.SetVersion(h.Version)
+	if req.IsFlexible() {
+		if b, err = skipTags(b); err != nil {
+			return h, nil, fmt.Errorf("%w: header tags: %v", ErrMalformed, err)
+		}
+	}
+	if err := req.ReadFrom(b); err != nil {
+		return h, nil, fmt.Errorf("%w: %s v%d body: %v", ErrMalformed, h.Name(), h.Version, err)
+	}
+	return h, req, nil
+}
+
+// AppendResponse encodes resp as the answer to the request with header h.
+// resp's version is set to the request's.
+func AppendResponse(dst []byte, h RequestHeader, resp kmsg.Response) []byte {
+	resp.SetVersion(h.Version)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(h.CorrelationID))
+	// ApiVersions answers with header v0 even when flexible, so a client
+	// that does not yet know the broker's versions can read it.
+	if resp.IsFlexible() && h.Key != 18 {
+		dst = append(dst, 0) // no tagged fields
+	}
+	return resp.AppendTo(dst)
+}
+
+var formatter = kmsg.NewRequestFormatter()
+
+// AppendRequest encodes a request frame with its header.
+func AppendRequest(dst []byte, req kmsg.Request, correlationID int32, clientID string) []byte {
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID))
+	if clientID == "" {
+		f = formatter
+	}
+	full := f.AppendRequest(nil, req, correlationID)
+	return append(dst, full[4:]...) // drop the size prefix: env frames carry their length
+}
+
+// ResponseCorrelation reads the correlation id of a response frame.
+func ResponseCorrelation(frame []byte) (int32, error) {
+	if len(frame) < 4 {
+		return 0, fmt.Errorf("%w: %d-byte response header", ErrMalformed, len(frame))
+	}
+	return int32(binary.BigEndian.Uint32(frame)), nil
+}
+
+// ParseResponse decodes the response to req (whose version must be set).
+func ParseResponse(frame []byte, req kmsg.Request) (kmsg.Response, error) {
+	if len(frame) < 4 {
+		return nil, fmt.Errorf("%w: %d-byte response header", ErrMalformed, len(frame))
+	}
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	b := frame[4:]
+	if resp.IsFlexible() && req.Key() != 18 {
+		var err error
+		if b, err = skipTags(b); err != nil {
+			return nil, fmt.Errorf("%w: response header tags: %v", ErrMalformed, err)
+		}
+	}
+	if err := resp.ReadFrom(b); err != nil {
+		return nil, fmt.Errorf("%w: %s v%d response: %v", ErrMalformed, kmsg.NameForKey(req.Key()), req.GetVersion(), err)
+	}
+	return resp, nil
+}
+
+func readNullableString(b []byte) (*string, []byte, error) {
+	if len(b) < 2 {
+		return nil, b, errors.New("short length")
+	}
+	n := int16(binary.BigEndian.Uint16(b))
+	b = b[2:]
+	if n < 0 {
+		return nil, b, nil
+	}
+	if int(n) > len(b) {
+		return nil, b, fmt.Errorf("length %d past end (%d left)", n, len(b))
+	}
+	s := string(b[:n])
+	return &s, b[n:], nil
+}
+
+func skipTags(b []byte) ([]byte, error) {
+	count, n := binary.Uvarint(b)
+	if n <= 0 {
+		return b, errors.New("bad tag count")
+	}
+	b = b[n:]
+	for range count {
+		if _, n = binary.Uvarint(b); n <= 0 {
+			return b, errors.New("bad tag key")
+		}
+		b = b[n:]
+		size, n := binary.Uvarint(b)
+		if n <= 0 || size > uint64(len(b)-n) {
+			return b, errors.New("bad tag size")
+		}
+		b = b[n+int(size):]
+	}
+	return b, nil
+}
