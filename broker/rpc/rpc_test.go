@@ -13,9 +13,9 @@ import (
 )
 
 var testVersions = wire.NewVersions(
-	wire.Range{Key: 3, Min: 0, Max: 12},  // Metadata
-	wire.Range{Key: 18, Min: 0, Max: 3},  // ApiVersions
-	wire.Range{Key: 32, Min: 0, Max: 4},  // DescribeConfigs: never answered, for timeouts
+	wire.Range{Key: 3, Min: 0, Max: 12}, // Metadata
+	wire.Range{Key: 18, Min: 0, Max: 3}, // ApiVersions
+	wire.Range{Key: 32, Min: 0, Max: 4}, // DescribeConfigs: never answered, for timeouts
 )
 
 // node is a process with a router; the server answers Metadata after a
