@@ -10,9 +10,11 @@ import (
 // A process crash keeps the page cache; a power loss keeps only synced bytes.
 //
 // Metadata operations (creating a file by writing it, Rename, Remove,
-// Truncate) are modelled as durable once the call returns, the way a journaled
-// filesystem with a synced directory behaves; a file's content is durable only
-// up to its last successful Sync.
+// Truncate) are durable once the call returns, the way a journaled
+// filesystem with a synced directory behaves (real mode syncs the directory
+// or file to make it so); a file's content is durable only up to its last
+// successful Sync. A Truncate that shrinks a file shrinks its durable image
+// too; one that extends it extends only the page cache.
 type Disk interface {
 	// ReadAt reads len(p) bytes at off. It returns io.EOF (with n < len(p))
 	// when the file is shorter, fs.ErrNotExist when there is no such file, and

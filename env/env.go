@@ -2,11 +2,12 @@ package env
 
 import "time"
 
-// TimerID names a timer set with Env.AfterFunc.
+// TimerID names a timer set with Env.AfterFunc. It is never 0, so a
+// process may use 0 to mean "no timer".
 type TimerID uint64
 
-// ConnID names one connection of a process. IDs are never reused within a
-// process's lifetime.
+// ConnID names one connection of a process. IDs are never 0 and never
+// reused within a process's lifetime.
 type ConnID uint64
 
 // Env is everything a process may touch. All methods are called from the
@@ -28,9 +29,10 @@ type Env interface {
 	// once; Process.Connected or Process.Closed follows.
 	Dial(addr string) ConnID
 	// Send queues one frame on the connection. The frame arrives whole, in
-	// order, at most once. Send copies nothing the caller may reuse: the caller
-	// must not modify frame afterwards. Sending on a closed connection is a
-	// no-op; Process.Closed has been or will be delivered.
+	// order, at most once. The caller must not modify frame afterwards.
+	// Frames sent after Dial but before Connected are held and follow the
+	// handshake. Sending on a closed connection is a no-op; Process.Closed
+	// has been or will be delivered.
 	Send(c ConnID, frame []byte)
 	// Close closes the connection. The peer is told; this process is not.
 	Close(c ConnID)
@@ -39,7 +41,10 @@ type Env interface {
 	// bytes, power loss).
 	Disk() Disk
 
-	// Rand is this node's random stream.
+	// Rand is this node's random stream. In the simulator it carries on
+	// across restarts; in real mode an unseeded node draws a fresh seed at
+	// each boot. Identifiers that must not repeat across incarnations belong
+	// on the disk, not in the random stream.
 	Rand() *Rand
 
 	// Log writes a structured line into the trace: a message followed by
@@ -56,11 +61,22 @@ type Process interface {
 	// life of this process instance.
 	Start(e Env)
 	// Connected reports a connection that is now open: one this process
-	// dialed (inbound false) or one a peer dialed to it (inbound true).
+	// dialed (inbound false; peer is the address dialed) or one a peer
+	// dialed to it (inbound true; peer is an opaque remote address — on TCP
+	// not the dialer's Name, so identify peers by what they say, not by it).
 	Connected(c ConnID, peer string, inbound bool)
 	// Received delivers one frame. The process owns frame.
 	Received(c ConnID, frame []byte)
 	// Closed reports that a connection is gone (reset, refused, peer closed or
-	// timed out). Frames in flight on it may or may not have arrived.
+	// timed out). Frames in flight on it may or may not have arrived. A peer
+	// that lost power sends no close: the connection closes only when a send
+	// into it goes unanswered long enough, or the peer reboots and resets it.
 	Closed(c ConnID)
+}
+
+// Stopper is implemented by processes that want a clean shutdown (SIGTERM
+// in real mode): Stop runs on the event loop before the node goes down, so
+// the process can deregister, flush and checkpoint. A crash never calls it.
+type Stopper interface {
+	Stop()
 }

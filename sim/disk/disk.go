@@ -39,8 +39,6 @@ type write struct {
 	// data is a copy of the written bytes, or nil while the file is append
 	// only (the bytes are then still in the page cache at off).
 	data []byte
-	// truncate is a truncation to off instead of a write.
-	truncate bool
 }
 
 var _ env.Disk = (*Disk)(nil)
@@ -145,7 +143,7 @@ func (d *Disk) WriteAt(name string, p []byte, off int64) error {
 func (f *file) materialize() {
 	for i := range f.pending {
 		w := &f.pending[i]
-		if w.data == nil && !w.truncate {
+		if w.data == nil {
 			w.data = append([]byte(nil), f.data[w.off:w.off+w.n]...)
 		}
 	}
@@ -153,7 +151,7 @@ func (f *file) materialize() {
 
 // pendingData returns the bytes of a pending write.
 func (f *file) pendingData(w write) []byte {
-	if w.data != nil || w.truncate {
+	if w.data != nil {
 		return w.data
 	}
 	return f.data[w.off : w.off+w.n]
@@ -206,7 +204,9 @@ func (d *Disk) Sync(name string) error {
 	return nil
 }
 
-// Truncate implements env.Disk.
+// Truncate implements env.Disk. A shrink is durable at once (it is a
+// metadata operation): the durable image and every pending write are cut
+// to size too.
 func (d *Disk) Truncate(name string, size int64) error {
 	if size < 0 {
 		return fmt.Errorf("truncate %s: negative size %d", name, size)
@@ -216,16 +216,27 @@ func (d *Disk) Truncate(name string, size int64) error {
 		return err
 	}
 	d.Writes++
-	if f.appendOnly {
-		f.materialize()
-		f.appendOnly = false
+	if size >= int64(len(f.data)) {
+		return d.WriteAt(name, make([]byte, size-int64(len(f.data))), int64(len(f.data)))
 	}
-	if size <= int64(len(f.data)) {
-		f.data = f.data[:size:size]
-	} else {
-		f.data = growTo(f.data, size)
+	f.materialize()
+	f.appendOnly = false
+	f.data = f.data[:size:size]
+	if int64(len(f.durable)) > size {
+		f.durable = f.durable[:size:size]
 	}
-	f.pending = append(f.pending, write{off: size, truncate: true})
+	kept := f.pending[:0]
+	for _, w := range f.pending {
+		if w.off >= size {
+			continue
+		}
+		if end := w.off + w.n; end > size {
+			w.n = size - w.off
+			w.data = w.data[:w.n]
+		}
+		kept = append(kept, w)
+	}
+	f.pending = kept
 	return nil
 }
 

@@ -25,11 +25,6 @@ func (d *Disk) PowerLoss(torn bool, r *env.Rand) int64 {
 				if cut <= 0 {
 					break
 				}
-				if w.truncate {
-					img = resize(img, w.off)
-					cut--
-					continue
-				}
 				n := min(w.n, cut)
 				end := w.off + n
 				if end > int64(len(img)) {
