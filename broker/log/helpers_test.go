@@ -1,0 +1,105 @@
+package log_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/kafkasim/kafkasim/broker/log"
+	"github.com/kafkasim/kafkasim/broker/record"
+	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/sim/disk"
+)
+
+func testConfig() log.Config {
+	return log.Config{
+		Topic:                    "t",
+		Partition:                0,
+		SegmentBytesMax:          1 << 20,
+		FlushIntervalMessages:    0,
+		KIP360ProducerIDRecovery: true,
+	}
+}
+
+func mustOpen(t testing.TB, d env.Disk, cfg log.Config) *log.Log {
+	t.Helper()
+	l, err := log.Open(d, cfg)
+	require.NoError(t, err)
+	l.CheckConsistency()
+	return l
+}
+
+// vals builds a plain batch of values "prefix0", "prefix1", ...
+func vals(prefix string, n int) []byte {
+	vs := make([][]byte, n)
+	for i := range vs {
+		vs[i] = fmt.Appendf(nil, "%s%d", prefix, i)
+	}
+	return record.Values(1000, vs...)
+}
+
+// idem builds an idempotent batch of n records.
+func idem(pid int64, epoch int16, seq int32, n int, transactional bool) []byte {
+	h := record.NewHeader()
+	h.ProducerID, h.ProducerEpoch, h.BaseSequence = pid, epoch, seq
+	h.FirstTimestamp = 1000
+	if transactional {
+		h.Attributes |= record.AttrTransactional
+	}
+	recs := make([]record.Record, n)
+	for i := range recs {
+		recs[i].Value = fmt.Appendf(nil, "p%d-s%d", pid, int64(seq)+int64(i))
+	}
+	b, err := record.Encode(h, recs)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func appendLeader(t testing.TB, l *log.Log, b []byte, epoch int32) log.AppendResult {
+	t.Helper()
+	res, err := l.AppendAsLeader(b, epoch)
+	require.NoError(t, err)
+	l.CheckConsistency()
+	return res
+}
+
+// readValues reads everything below limit and returns "offset:value" per
+// record, control batches shown as "offset:COMMIT"/"offset:ABORT".
+func readValues(t testing.TB, l *log.Log, from, limit int64) []string {
+	t.Helper()
+	var out []string
+	for from < limit {
+		data, err := l.Read(from, 1<<20, limit)
+		require.NoError(t, err)
+		if len(data) == 0 {
+			break
+		}
+		batches, err := record.Split(data)
+		require.NoError(t, err)
+		for _, b := range batches {
+			require.NoError(t, b.Validate())
+			if b.IsControl() {
+				m, err := b.EndTxnMarker()
+				require.NoError(t, err)
+				out = append(out, fmt.Sprintf("%d:%s", b.BaseOffset(), m.Type))
+				from = b.NextOffset()
+				continue
+			}
+			recs, err := b.DecodeRecords()
+			require.NoError(t, err)
+			for _, r := range recs {
+				off := b.BaseOffset() + int64(r.OffsetDelta)
+				if off >= from {
+					out = append(out, fmt.Sprintf("%d:%s", off, r.Value))
+				}
+			}
+			from = b.NextOffset()
+		}
+	}
+	return out
+}
+
+func newDisk() *disk.Disk { return disk.New() }

@@ -1,0 +1,1088 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/kafkasim/kafkasim/broker/record"
+	"github.com/kafkasim/kafkasim/env"
+)
+
+// Config is one log's knobs, spelled out: there are no hidden defaults.
+type Config struct {
+	Topic     string
+	Partition int32
+	// SegmentBytesMax is segment.bytes: a batch that would take the active
+	// segment past it starts a new segment (an empty segment takes any
+	// batch). Must be positive.
+	SegmentBytesMax int64
+	// FlushIntervalMessages is log.flush.interval.messages: sync once this
+	// many offsets are unflushed (1 = after every append). 0 never syncs
+	// on its own, Kafka's default: durability then rests on replication.
+	FlushIntervalMessages int64
+	// MessageBytesMax is max.message.bytes: the largest batch a leader
+	// accepts. 0 means no limit below 2 GiB.
+	MessageBytesMax int
+	// KIP360ProducerIDRecovery selects how a leader treats a batch from a
+	// producer id it has no state for (its records were truncated away, or
+	// it never wrote here) at a first sequence other than 0: true accepts
+	// it, as Kafka does since 2.5 (KIP-360); false refuses it with
+	// ErrUnknownProducerID, the older behaviour.
+	KIP360ProducerIDRecovery bool
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Topic == "" || strings.ContainsAny(c.Topic, "/ \n"):
+		return fmt.Errorf("log: bad topic name %q", c.Topic)
+	case c.Partition < 0:
+		return fmt.Errorf("log: negative partition %d", c.Partition)
+	case c.SegmentBytesMax <= 0:
+		return fmt.Errorf("log: SegmentBytesMax %d must be positive", c.SegmentBytesMax)
+	case c.FlushIntervalMessages < 0:
+		return fmt.Errorf("log: negative FlushIntervalMessages %d", c.FlushIntervalMessages)
+	case c.MessageBytesMax < 0:
+		return fmt.Errorf("log: negative MessageBytesMax %d", c.MessageBytesMax)
+	}
+	return nil
+}
+
+// Dir is the directory of a partition's files: "<topic>-<partition>".
+func Dir(topic string, partition int32) string {
+	return topic + "-" + strconv.FormatInt(int64(partition), 10)
+}
+
+// RecoveryInfo is what Open found and did.
+type RecoveryInfo struct {
+	Segments int // segments kept
+	Batches  int // batches kept
+	// TruncatedAt is the offset at which recovery cut the log (the next
+	// offset after the last good batch), or -1 if it kept everything.
+	TruncatedAt int64
+	// BytesTruncated counts bytes cut from segments, dropped segments
+	// included.
+	BytesTruncated  int64
+	SegmentsDropped int
+	Reason          string // why it cut, for the trace
+	// CheckpointErrors lists checkpoint files that were unreadable (failed
+	// their CRC or did not parse) and so were ignored or rebuilt.
+	CheckpointErrors []string
+}
+
+// AppendResult describes an append.
+type AppendResult struct {
+	FirstOffset int64 // offset of the first record
+	LastOffset  int64 // offset of the last record
+	// Duplicate: the batch repeats one of the producer's last five, which
+	// was not appended again. The offsets are the original batch's, as
+	// Kafka answers a retried produce.
+	Duplicate bool
+}
+
+// Log is one partition replica's log. See the package doc.
+type Log struct {
+	cfg  Config
+	disk env.Disk
+	dir  string
+	name string // "<topic>-<partition>", for errors and invariants
+
+	segments      []*segment // contiguous; the last is the active one
+	logStart      int64
+	logEnd        int64
+	recoveryPoint int64 // offsets below it are known synced
+
+	epochs       epochCache
+	producers    producerState
+	hwCheckpoint int64
+	recovery     RecoveryInfo
+}
+
+const (
+	epochCheckpointFile = "leader-epoch-checkpoint"
+	hwCheckpointFile    = "high-watermark-checkpoint"
+)
+
+// Open opens (creating if needed) the log of cfg.Topic, cfg.Partition on d,
+// recovering it as the package doc says. It fails only on a bad Config or
+// a disk that fails its reads or the repairs recovery makes.
+func Open(d env.Disk, cfg Config) (*Log, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	dir := Dir(cfg.Topic, cfg.Partition)
+	l := &Log{cfg: cfg, disk: d, dir: dir, name: dir, producers: newProducerState()}
+	l.recovery.TruncatedAt = -1
+
+	var bases []int64
+	for _, name := range d.List(dir + "/") {
+		if base, ok := parseSegmentName(dir, name); ok {
+			bases = append(bases, base) // List sorts; 20-digit names sort numerically
+		}
+	}
+	if len(bases) > 0 {
+		l.logStart = bases[0]
+	}
+	expected := l.logStart
+	for i, base := range bases {
+		if base != expected {
+			if err := l.dropSegments(bases[i:], fmt.Sprintf("segment %d does not start at offset %d", base, expected)); err != nil {
+				return nil, err
+			}
+			break
+		}
+		seg, cut, err := l.recoverSegment(base)
+		if err != nil {
+			return nil, err
+		}
+		l.segments = append(l.segments, seg)
+		expected = seg.nextOffset()
+		if cut {
+			if err := l.dropSegments(bases[i+1:], ""); err != nil {
+				return nil, err
+			}
+			break
+		}
+	}
+	if len(l.segments) == 0 {
+		l.segments = []*segment{{base: l.logStart}}
+	}
+	l.logEnd = l.active().nextOffset()
+	l.recoveryPoint = l.logStart // unknown: a crash keeps unsynced bytes
+	for _, s := range l.segments {
+		l.recovery.Batches += len(s.batches)
+	}
+	l.recovery.Segments = len(l.segments)
+
+	if err := l.recoverEpochs(); err != nil {
+		return nil, err
+	}
+	l.rebuildProducerState()
+	if err := l.reconcileTxnIndexes(); err != nil {
+		return nil, err
+	}
+	if err := l.loadHighWatermark(); err != nil {
+		return nil, err
+	}
+	l.checkInvariants()
+	return l, nil
+}
+
+// recoverSegment scans one segment file and cuts it at the first batch that
+// fails a check. cut reports whether it did.
+func (l *Log) recoverSegment(base int64) (*segment, bool, error) {
+	data, err := l.disk.ReadFile(logName(l.dir, base))
+	if err != nil {
+		return nil, false, l.storageErr("recovery read of segment "+strconv.FormatInt(base, 10), err)
+	}
+	side, err := l.disk.ReadFile(hdrName(l.dir, base))
+	if err != nil && !isNotExist(err) {
+		return nil, false, l.storageErr("recovery read of header checksums", err)
+	}
+	seg := &segment{base: base, dirty: len(data) > 0, txnDirty: true}
+	expected := base
+	pos := 0
+	reason := ""
+	for pos < len(data) {
+		b, _, err := record.Next(data[pos:])
+		switch {
+		case err != nil:
+			reason = err.Error()
+		case b.BaseOffset() != expected:
+			reason = fmt.Sprintf("batch base offset %d, expected %d", b.BaseOffset(), expected)
+		default:
+			if err := b.VerifyCRC(); err != nil {
+				reason = err.Error()
+			} else if b.IsControl() {
+				if _, err := b.EndTxnMarker(); err != nil {
+					reason = err.Error()
+				}
+			}
+			if reason == "" {
+				switch checkHdrEntry(side, len(seg.batches), b) {
+				case hdrMismatch:
+					reason = fmt.Sprintf("header checksum mismatch at offset %d", b.BaseOffset())
+				case hdrMissing:
+					reason = fmt.Sprintf("no header checksum for the batch at offset %d (never synced)", b.BaseOffset())
+				}
+			}
+		}
+		if reason != "" {
+			break
+		}
+		seg.batches = append(seg.batches, newEntry(b, int64(pos)))
+		pos += b.Size()
+		expected = b.NextOffset()
+	}
+	seg.size = int64(pos)
+	cut := pos < len(data)
+	sideWant := int64(len(seg.batches) * hdrEntrySize)
+	if cut {
+		l.recovery.TruncatedAt = expected
+		l.recovery.BytesTruncated += int64(len(data) - pos)
+		l.recovery.Reason = fmt.Sprintf("segment %d at byte %d: %s", base, pos, reason)
+		if err := l.cutFile(logName(l.dir, base), seg.size); err != nil {
+			return nil, false, err
+		}
+	}
+	if int64(len(side)) != sideWant {
+		if len(side) == 0 && sideWant == 0 {
+			return seg, cut, nil
+		}
+		if err := l.cutFile(hdrName(l.dir, base), sideWant); err != nil {
+			return nil, false, err
+		}
+	}
+	return seg, cut, nil
+}
+
+// cutFile truncates a file and makes the truncation durable.
+func (l *Log) cutFile(name string, size int64) error {
+	if err := l.disk.Truncate(name, size); err != nil && !isNotExist(err) {
+		return l.storageErr("truncate "+name, err)
+	}
+	if size == 0 {
+		if _, err := l.disk.Size(name); isNotExist(err) {
+			return nil
+		}
+	}
+	if err := l.disk.Sync(name); err != nil {
+		return l.storageErr("sync "+name, err)
+	}
+	return nil
+}
+
+// dropSegments removes whole segments, last first, so that a crash midway
+// leaves a contiguous prefix.
+func (l *Log) dropSegments(bases []int64, reason string) error {
+	if len(bases) == 0 {
+		return nil
+	}
+	if l.recovery.TruncatedAt < 0 {
+		l.recovery.TruncatedAt = bases[0]
+		l.recovery.Reason = reason
+	}
+	for i := len(bases) - 1; i >= 0; i-- {
+		if n, err := l.disk.Size(logName(l.dir, bases[i])); err == nil {
+			l.recovery.BytesTruncated += n
+		}
+		if err := l.removeSegmentFiles(bases[i]); err != nil {
+			return err
+		}
+		l.recovery.SegmentsDropped++
+	}
+	return nil
+}
+
+func (l *Log) removeSegmentFiles(base int64) error {
+	for _, name := range []string{logName(l.dir, base), hdrName(l.dir, base), txnIdxName(l.dir, base)} {
+		if err := l.disk.Remove(name); err != nil {
+			return l.storageErr("remove "+name, err)
+		}
+	}
+	return nil
+}
+
+// recoverEpochs loads the epoch checkpoint and brings it in line with the
+// batches: Kafka's assign for each batch's leader epoch, then removal of
+// entries at or past the log end. The checkpoint is rewritten if that
+// changed it.
+func (l *Log) recoverEpochs() error {
+	name := l.dir + "/" + epochCheckpointFile
+	lines, ok, err := readCheckpoint(l.disk, name)
+	if err != nil && errors.Is(err, env.ErrIO) {
+		return l.storageErr("read "+name, err)
+	}
+	var loaded epochCache
+	if err != nil {
+		l.recovery.CheckpointErrors = append(l.recovery.CheckpointErrors, err.Error())
+		ok = false
+	} else if ok {
+		loaded, err = parseEpochLines(lines)
+		if err == nil && !isMonotonic(loaded) {
+			err = fmt.Errorf("entries not monotonic")
+		}
+		if err != nil {
+			l.recovery.CheckpointErrors = append(l.recovery.CheckpointErrors, fmt.Sprintf("%s: %v", name, err))
+			ok, loaded = false, epochCache{}
+		}
+	}
+	l.epochs = loaded.clone()
+	for _, s := range l.segments {
+		for i := range s.batches {
+			if e := s.batches[i].leaderEpoch; e >= 0 {
+				l.epochs.assign(e, s.batches[i].base)
+			}
+		}
+	}
+	l.epochs.truncateFromEnd(l.logEnd)
+	l.epochs.assertMonotonic(l.name)
+	if (ok && !l.epochs.equal(loaded)) || (!ok && len(l.epochs.entries) > 0) {
+		return l.writeEpochCheckpoint()
+	}
+	return nil
+}
+
+func isMonotonic(c epochCache) bool {
+	for i := 1; i < len(c.entries); i++ {
+		if c.entries[i-1].Epoch >= c.entries[i].Epoch || c.entries[i-1].StartOffset >= c.entries[i].StartOffset {
+			return false
+		}
+	}
+	return true
+}
+
+func (l *Log) writeEpochCheckpoint() error {
+	name := l.dir + "/" + epochCheckpointFile
+	if err := writeCheckpoint(l.disk, name, l.epochs.lines()); err != nil {
+		return l.storageErr("write "+name, err)
+	}
+	return nil
+}
+
+// rebuildProducerState replays every indexed batch into fresh producer
+// state, transactions and aborted index.
+func (l *Log) rebuildProducerState() {
+	l.producers = newProducerState()
+	for _, s := range l.segments {
+		for i := range s.batches {
+			l.indexProducerState(&s.batches[i])
+		}
+	}
+}
+
+// indexProducerState applies one batch to producer state and, for a marker
+// that closes a transaction, records the transaction on the entry and, if
+// aborted, in the aborted index. It returns the aborted transaction, if any.
+func (l *Log) indexProducerState(e *batchEntry) (AbortedTxn, bool) {
+	closed, aborted, ok := l.producers.apply(e)
+	if e.control() {
+		e.txnFirstOffset = -1
+	}
+	if !ok {
+		return AbortedTxn{}, false
+	}
+	e.txnFirstOffset = closed.firstOffset
+	if !aborted {
+		return AbortedTxn{}, false
+	}
+	lso := e.last + 1
+	if fu, ok := l.producers.firstUnstableOffset(); ok {
+		lso = fu
+	}
+	t := AbortedTxn{ProducerID: e.producerID, FirstOffset: closed.firstOffset, LastOffset: e.last, LastStableOffset: lso}
+	l.producers.aborted = append(l.producers.aborted, t)
+	return t, true
+}
+
+// txnIndexBytes is the .txnindex content a segment should have.
+func (l *Log) txnIndexBytes(s *segment) []byte {
+	var b []byte
+	for _, t := range l.producers.aborted {
+		if t.LastOffset >= s.base && t.LastOffset < s.nextOffset() {
+			b = appendTxnEntry(b, t)
+		}
+	}
+	return b
+}
+
+// reconcileTxnIndexes rewrites every .txnindex that differs from what the
+// batches say (a torn append, a lost sync, a truncation).
+func (l *Log) reconcileTxnIndexes() error {
+	for _, s := range l.segments {
+		if err := l.rewriteTxnIndex(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *Log) rewriteTxnIndex(s *segment) error {
+	name := txnIdxName(l.dir, s.base)
+	want := l.txnIndexBytes(s)
+	have, err := l.disk.ReadFile(name)
+	if err != nil && !isNotExist(err) {
+		return l.storageErr("read "+name, err)
+	}
+	if err == nil && string(have) == string(want) {
+		return nil
+	}
+	if len(want) == 0 {
+		if err := l.disk.Remove(name); err != nil {
+			return l.storageErr("remove "+name, err)
+		}
+		return nil
+	}
+	if err := env.WriteFileAtomic(l.disk, name, want); err != nil {
+		return l.storageErr("write "+name, err)
+	}
+	s.txnDirty = false
+	return nil
+}
+
+func (l *Log) loadHighWatermark() error {
+	name := l.dir + "/" + hwCheckpointFile
+	lines, ok, err := readCheckpoint(l.disk, name)
+	if err != nil && errors.Is(err, env.ErrIO) {
+		return l.storageErr("read "+name, err)
+	}
+	hw := l.logStart
+	if err != nil {
+		l.recovery.CheckpointErrors = append(l.recovery.CheckpointErrors, err.Error())
+	} else if ok {
+		v, perr := strconv.ParseInt(strings.TrimSpace(strings.Join(lines, "")), 10, 64)
+		if len(lines) != 1 || perr != nil {
+			l.recovery.CheckpointErrors = append(l.recovery.CheckpointErrors, name+": bad entry")
+		} else {
+			hw = v
+		}
+	}
+	// Kafka clamps a checkpointed high watermark into the log as recovered.
+	l.hwCheckpoint = min(max(hw, l.logStart), l.logEnd)
+	return nil
+}
+
+func (l *Log) storageErr(what string, err error) error {
+	return fmt.Errorf("log %s: %s: %w: %w", l.name, what, ErrKafkaStorage, err)
+}
+
+func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
+
+// Name is "<topic>-<partition>".
+func (l *Log) Name() string { return l.name }
+
+// LogEndOffset is the offset the next record will get.
+func (l *Log) LogEndOffset() int64 { return l.logEnd }
+
+// LogStartOffset is the first offset in the log.
+func (l *Log) LogStartOffset() int64 { return l.logStart }
+
+// UnflushedMessages counts offsets appended since the last successful sync
+// (after a restart: every offset, since a crash keeps unsynced bytes in the
+// page cache and Open cannot tell which are durable).
+func (l *Log) UnflushedMessages() int64 { return l.logEnd - l.recoveryPoint }
+
+// RecoveryPoint is the offset below which the log is known to be synced.
+func (l *Log) RecoveryPoint() int64 { return l.recoveryPoint }
+
+// Recovery reports what Open found and did.
+func (l *Log) Recovery() RecoveryInfo { return l.recovery }
+
+// SegmentBaseOffsets lists the segments' base offsets in order.
+func (l *Log) SegmentBaseOffsets() []int64 {
+	out := make([]int64, len(l.segments))
+	for i, s := range l.segments {
+		out[i] = s.base
+	}
+	return out
+}
+
+// AppendAsLeader appends one batch from a producer: it validates the batch
+// (framing, CRC, records, size, no control flag), checks the producer's
+// epoch and sequence if it has a producer id, assigns offsets from the log
+// end, stamps leaderEpoch, and syncs if the flush policy says so. A
+// duplicate of one of the producer's last five batches is not appended: the
+// result has Duplicate set and the original offsets.
+//
+// If the batch was appended but the flush the policy demanded failed, the
+// result describes the appended batch and err wraps ErrKafkaStorage.
+func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendResult, error) {
+	b, err := record.Parse(records)
+	if err != nil {
+		return AppendResult{}, l.refuse(err)
+	}
+	if l.cfg.MessageBytesMax > 0 && len(b) > l.cfg.MessageBytesMax {
+		return AppendResult{}, fmt.Errorf("log %s: batch of %d bytes over %d: %w", l.name, len(b), l.cfg.MessageBytesMax, ErrMessageTooLarge)
+	}
+	if err := b.Validate(); err != nil {
+		return AppendResult{}, l.refuse(err)
+	}
+	if b.IsControl() {
+		return AppendResult{}, fmt.Errorf("log %s: clients may not write control batches: %w", l.name, ErrInvalidRecord)
+	}
+	if b.IsTransactional() && !b.HasProducerID() {
+		return AppendResult{}, fmt.Errorf("log %s: transactional batch without a producer id: %w", l.name, ErrInvalidRecord)
+	}
+	if err := l.checkLeaderEpoch(leaderEpoch); err != nil {
+		return AppendResult{}, err
+	}
+	if b.HasProducerID() {
+		dup, isDup, err := l.producers.validate(b, validation{kip360: l.cfg.KIP360ProducerIDRecovery})
+		if err != nil {
+			return AppendResult{}, fmt.Errorf("log %s: %w", l.name, err)
+		}
+		if isDup {
+			return AppendResult{FirstOffset: dup.firstOffset, LastOffset: dup.lastOffset, Duplicate: true}, nil
+		}
+	}
+	b = b.Clone()
+	b.SetBaseOffset(l.logEnd)
+	b.SetPartitionLeaderEpoch(leaderEpoch)
+	return l.appendLocal(b)
+}
+
+// AppendMarker appends a transaction marker for producerID (a
+// WriteTxnMarkers request from the coordinator) as leader: the marker must
+// not come from an older producer epoch or an older coordinator epoch than
+// the producer's last marker. timestamp is in milliseconds.
+func (l *Log) AppendMarker(producerID int64, producerEpoch int16, m record.EndTxnMarker, leaderEpoch int32, timestamp int64) (AppendResult, error) {
+	assert(producerID >= 0, "%s: marker for producer id %d", l.name, producerID)
+	if err := l.checkLeaderEpoch(leaderEpoch); err != nil {
+		return AppendResult{}, err
+	}
+	if err := l.producers.validateMarker(producerID, producerEpoch, m); err != nil {
+		return AppendResult{}, fmt.Errorf("log %s: %w", l.name, err)
+	}
+	b := record.EncodeEndTxnMarker(l.logEnd, leaderEpoch, producerID, producerEpoch, timestamp, m)
+	return l.appendLocal(b)
+}
+
+// refuse wraps a record error; record's errors unwrap to their Kafka codes
+// (CORRUPT_MESSAGE, UNSUPPORTED_COMPRESSION_TYPE, INVALID_RECORD, ...).
+func (l *Log) refuse(err error) error { return fmt.Errorf("log %s: %w", l.name, err) }
+
+func (l *Log) checkLeaderEpoch(epoch int32) error {
+	assert(epoch >= 0, "%s: leader append with epoch %d", l.name, epoch)
+	if latest, ok := l.epochs.latest(); ok && epoch < latest.Epoch {
+		return fmt.Errorf("log %s: leader epoch %d older than the log's %d: %w", l.name, epoch, latest.Epoch, ErrFencedLeaderEpoch)
+	}
+	return nil
+}
+
+// appendLocal appends a leader batch whose offsets and epoch are set.
+func (l *Log) appendLocal(b record.Batch) (AppendResult, error) {
+	if err := l.assignEpochs([]record.Batch{b}); err != nil {
+		return AppendResult{}, err
+	}
+	res := AppendResult{FirstOffset: b.BaseOffset(), LastOffset: b.LastOffset()}
+	if err := l.appendBatches([]record.Batch{b}, b); err != nil {
+		l.forgetUnwrittenEpochs()
+		return AppendResult{}, err
+	}
+	return res, l.maybeFlush()
+}
+
+// AppendAsFollower appends batches fetched from the leader, offsets and
+// epochs as the leader assigned them. They must start at the log end and be
+// contiguous (else ErrUnexpectedAppendOffset); each must pass its CRC (else
+// ErrCorruptMessage). Producer state is updated without the leader's checks.
+// An empty input appends nothing. On an I/O error a prefix of the batches
+// may have been appended: LogEndOffset says how far.
+func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
+	batches, err := record.Split(records)
+	if err != nil {
+		return AppendResult{}, l.refuse(err)
+	}
+	if len(batches) == 0 {
+		return AppendResult{FirstOffset: l.logEnd, LastOffset: l.logEnd - 1}, nil
+	}
+	next := l.logEnd
+	for _, b := range batches {
+		if b.BaseOffset() != next {
+			return AppendResult{}, fmt.Errorf("log %s: batch at offset %d, expected %d: %w", l.name, b.BaseOffset(), next, ErrUnexpectedAppendOffset)
+		}
+		if err := b.VerifyCRC(); err != nil {
+			return AppendResult{}, l.refuse(err)
+		}
+		if b.IsControl() {
+			if _, err := b.EndTxnMarker(); err != nil {
+				return AppendResult{}, l.refuse(err)
+			}
+		}
+		next = b.NextOffset()
+	}
+	if err := l.assignEpochs(batches); err != nil {
+		return AppendResult{}, err
+	}
+	res := AppendResult{FirstOffset: batches[0].BaseOffset(), LastOffset: next - 1}
+	if err := l.appendBatches(batches, records); err != nil {
+		l.forgetUnwrittenEpochs()
+		return AppendResult{}, err
+	}
+	return res, l.maybeFlush()
+}
+
+// assignEpochs records the batches' leader epochs in the epoch cache and
+// checkpoints it, before the batches reach the disk.
+func (l *Log) assignEpochs(batches []record.Batch) error {
+	before := l.epochs.clone()
+	changed := false
+	for _, b := range batches {
+		if e := b.PartitionLeaderEpoch(); e >= 0 {
+			changed = l.epochs.assign(e, b.BaseOffset()) || changed
+		}
+	}
+	if !changed {
+		return nil
+	}
+	l.epochs.assertMonotonic(l.name)
+	if err := l.writeEpochCheckpoint(); err != nil {
+		l.epochs = before
+		return err
+	}
+	return nil
+}
+
+// forgetUnwrittenEpochs drops epoch entries that start past the log end
+// after a failed append. The checkpoint is rewritten if the disk lets us;
+// if not, Open drops those entries again.
+func (l *Log) forgetUnwrittenEpochs() {
+	if l.epochs.truncateFromEnd(l.logEnd + 1) {
+		_ = l.writeEpochCheckpoint()
+	}
+}
+
+// appendBatches writes contiguous batches starting at the log end (raw is
+// exactly their concatenation) and indexes them, rolling segments at
+// SegmentBytesMax.
+func (l *Log) appendBatches(batches []record.Batch, raw []byte) error {
+	start := 0 // position of batches[i] in raw
+	for i := 0; i < len(batches); {
+		seg := l.active()
+		if seg.size > 0 && seg.size+int64(len(batches[i])) > l.cfg.SegmentBytesMax {
+			seg = l.roll()
+		}
+		j, size := i+1, seg.size+int64(len(batches[i]))
+		for j < len(batches) && size+int64(len(batches[j])) <= l.cfg.SegmentBytesMax {
+			size += int64(len(batches[j]))
+			j++
+		}
+		n := int(size - seg.size)
+		if err := l.writeGroup(seg, batches[i:j], raw[start:start+n]); err != nil {
+			return err
+		}
+		start += n
+		i = j
+	}
+	return nil
+}
+
+func (l *Log) roll() *segment {
+	assert(l.active().nextOffset() == l.logEnd, "%s: active segment ends at %d, log end %d", l.name, l.active().nextOffset(), l.logEnd)
+	s := &segment{base: l.logEnd}
+	l.segments = append(l.segments, s)
+	return s
+}
+
+// writeGroup appends batches to one segment: header checksums first, then
+// the batches, so that a batch on disk always has its checksum before it.
+// A failed write is rolled back and leaves the log as it was.
+func (l *Log) writeGroup(seg *segment, batches []record.Batch, raw []byte) error {
+	side := make([]byte, 0, hdrEntrySize*len(batches))
+	for _, b := range batches {
+		side = appendHdrEntry(side, b)
+	}
+	hdr, lg := hdrName(l.dir, seg.base), logName(l.dir, seg.base)
+	sideSize := int64(len(seg.batches) * hdrEntrySize)
+	if err := l.disk.Append(hdr, side); err != nil {
+		_ = l.disk.Truncate(hdr, sideSize)
+		return l.storageErr("append header checksums", err)
+	}
+	if err := l.disk.Append(lg, raw); err != nil {
+		_ = l.disk.Truncate(lg, seg.size)
+		_ = l.disk.Truncate(hdr, sideSize)
+		return l.storageErr(fmt.Sprintf("append at offset %d", l.logEnd), err)
+	}
+	var txnBytes []byte
+	pos := seg.size
+	for _, b := range batches {
+		e := newEntry(b, pos)
+		assert(e.base == l.logEnd, "%s: offsets not contiguous: batch at %d appended at log end %d", l.name, e.base, l.logEnd)
+		assert(e.last >= e.base, "%s: batch at %d ends at %d", l.name, e.base, e.last)
+		if t, ok := l.indexProducerState(&e); ok {
+			txnBytes = appendTxnEntry(txnBytes, t)
+		}
+		seg.batches = append(seg.batches, e)
+		pos += int64(e.size)
+		l.logEnd = e.last + 1
+	}
+	seg.size = pos
+	seg.dirty = true
+	if len(txnBytes) > 0 {
+		seg.txnDirty = true
+		if err := l.disk.Append(txnIdxName(l.dir, seg.base), txnBytes); err != nil {
+			// The index is derived from the batches, which are in: the
+			// next Flush (or Open) rewrites it whole.
+			seg.txnStale = true
+		}
+	}
+	l.checkInvariants()
+	return nil
+}
+
+func (l *Log) maybeFlush() error {
+	if n := l.cfg.FlushIntervalMessages; n > 0 && l.UnflushedMessages() >= n {
+		return l.Flush()
+	}
+	return nil
+}
+
+// Flush syncs every segment written since the last flush: header checksums
+// before batches, so a durable batch always has a durable checksum. On
+// failure nothing is marked synced, and the next Flush tries again.
+func (l *Log) Flush() error {
+	for _, s := range l.segments {
+		if s.txnStale {
+			if err := l.rewriteTxnIndex(s); err != nil {
+				return err
+			}
+			s.txnStale = false
+		}
+		if s.dirty {
+			if err := l.disk.Sync(hdrName(l.dir, s.base)); err != nil && !isNotExist(err) {
+				return l.storageErr("flush", err)
+			}
+			if err := l.disk.Sync(logName(l.dir, s.base)); err != nil && !isNotExist(err) {
+				return l.storageErr("flush", err)
+			}
+		}
+		if s.txnDirty {
+			if err := l.disk.Sync(txnIdxName(l.dir, s.base)); err != nil && !isNotExist(err) {
+				return l.storageErr("flush", err)
+			}
+		}
+	}
+	for _, s := range l.segments {
+		s.dirty, s.txnDirty = false, false
+	}
+	l.recoveryPoint = l.logEnd
+	return nil
+}
+
+// Read returns whole batches starting with the one that holds offset from,
+// up to maxBytes (but always at least one batch, as Kafka's fetch does since
+// KIP-74), and only batches that end below limit (the high watermark for a
+// consumer, the last stable offset for read_committed, the log end for a
+// follower). A from past limit but within the log returns nothing; a from
+// outside [LogStartOffset, LogEndOffset] is ErrOffsetOutOfRange. Every batch
+// is checked against the index and its CRC; Read stops before a bad one and,
+// if that is the first, returns a *CorruptionError.
+func (l *Log) Read(from int64, maxBytes int, limit int64) ([]byte, error) {
+	if from < l.logStart || from > l.logEnd {
+		return nil, fmt.Errorf("log %s: offset %d outside [%d, %d]: %w", l.name, from, l.logStart, l.logEnd, ErrOffsetOutOfRange)
+	}
+	limit = min(limit, l.logEnd)
+	if from >= limit {
+		return nil, nil
+	}
+	type span struct {
+		seg    *segment
+		lo, hi int // batches [lo, hi)
+	}
+	var spans []span
+	total := 0
+	first := l.segmentFor(from)
+	done := false
+	for si := first; si < len(l.segments) && !done; si++ {
+		seg := l.segments[si]
+		lo := 0
+		if si == first {
+			lo = seg.find(from)
+		}
+		hi := lo
+		for ; hi < len(seg.batches); hi++ {
+			e := &seg.batches[hi]
+			if e.last >= limit || (total > 0 && total+int(e.size) > maxBytes) {
+				done = true
+				break
+			}
+			total += int(e.size)
+		}
+		if hi > lo {
+			spans = append(spans, span{seg, lo, hi})
+		}
+	}
+	buf := make([]byte, total)
+	p := 0
+	var ioErr error
+	for _, sp := range spans {
+		first, last := &sp.seg.batches[sp.lo], &sp.seg.batches[sp.hi-1]
+		n := int(last.position + int64(last.size) - first.position)
+		got, err := l.disk.ReadAt(logName(l.dir, sp.seg.base), buf[p:p+n], first.position)
+		if err != nil && !(errors.Is(err, io.EOF) && got == n) {
+			// A failed read, or a file shorter than its index: keep
+			// what came back and serve the part of it that checks out.
+			buf = buf[:p+got]
+			if !errors.Is(err, io.EOF) {
+				ioErr = l.storageErr(fmt.Sprintf("read at offset %d", first.base), err)
+			}
+			break
+		}
+		p += n
+	}
+	// Verify, batch by batch, in index order.
+	q := 0
+	for _, sp := range spans {
+		for k := sp.lo; k < sp.hi; k++ {
+			e := &sp.seg.batches[k]
+			reason := ""
+			if q+int(e.size) > len(buf) {
+				if ioErr != nil && q == 0 {
+					return nil, ioErr
+				}
+				reason = fmt.Sprintf("segment file holds %d of the batch's %d bytes", len(buf)-q, e.size)
+			} else {
+				reason = checkServed(buf[q:q+int(e.size)], e)
+			}
+			if reason != "" {
+				if q > 0 {
+					return buf[:q], nil
+				}
+				return nil, &CorruptionError{Partition: l.name, Offset: e.base, Reason: reason}
+			}
+			q += int(e.size)
+		}
+	}
+	return buf, nil
+}
+
+// checkServed compares a batch read back from disk with its index entry
+// and its CRC. It returns why the batch must not be served, or "".
+func checkServed(buf []byte, e *batchEntry) string {
+	b := record.Batch(buf)
+	switch {
+	case b.Magic() != record.Magic:
+		return fmt.Sprintf("magic %d", b.Magic())
+	case b.BaseOffset() != e.base:
+		return fmt.Sprintf("base offset field reads %d", b.BaseOffset())
+	case b.Size() != int(e.size):
+		return fmt.Sprintf("length field gives %d bytes, index %d", b.Size(), e.size)
+	case b.PartitionLeaderEpoch() != e.leaderEpoch:
+		return fmt.Sprintf("leader epoch field reads %d, index %d", b.PartitionLeaderEpoch(), e.leaderEpoch)
+	case b.LastOffset() != e.last:
+		return fmt.Sprintf("last offset reads %d, index %d", b.LastOffset(), e.last)
+	}
+	if err := b.VerifyCRC(); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// segmentFor returns the index of the segment holding offset (the last one
+// whose base is ≤ offset).
+func (l *Log) segmentFor(offset int64) int {
+	lo, hi := 0, len(l.segments)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if l.segments[m].base <= offset {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return max(lo-1, 0)
+}
+
+// TruncateTo removes every batch that holds an offset ≥ offset, as a
+// follower does to match its leader. Batches are whole, so the new log end
+// is the start of the batch holding offset if offset falls inside one (in
+// practice truncation points are batch boundaries). An offset at or past
+// the log end does nothing. The cut is synced; the epoch cache loses
+// entries at or past the new end; producer state, transactions and the
+// aborted index are rebuilt. It returns the new log end. After an I/O error
+// the disk may be partly truncated: reopen the log.
+func (l *Log) TruncateTo(offset int64) (int64, error) {
+	assert(offset >= l.logStart, "%s: truncation to %d below log start %d", l.name, offset, l.logStart)
+	if offset >= l.logEnd {
+		return l.logEnd, nil
+	}
+	si := l.segmentFor(offset)
+	seg := l.segments[si]
+	k := seg.find(offset)
+	assert(k < len(seg.batches), "%s: no batch holds offset %d below log end %d", l.name, offset, l.logEnd)
+	newEnd := seg.batches[k].base
+	pos := seg.batches[k].position
+
+	// Drop later segments, last first, then cut the one holding offset.
+	for i := len(l.segments) - 1; i > si; i-- {
+		if err := l.removeSegmentFiles(l.segments[i].base); err != nil {
+			return l.logEnd, err
+		}
+	}
+	l.segments = l.segments[:si+1]
+	if err := l.cutFile(logName(l.dir, seg.base), pos); err != nil {
+		return l.logEnd, err
+	}
+	if err := l.cutFile(hdrName(l.dir, seg.base), int64(k*hdrEntrySize)); err != nil {
+		return l.logEnd, err
+	}
+	seg.batches = seg.batches[:k]
+	seg.size = pos
+	l.logEnd = newEnd
+	l.recoveryPoint = min(l.recoveryPoint, newEnd)
+
+	if l.epochs.truncateFromEnd(newEnd) {
+		if err := l.writeEpochCheckpoint(); err != nil {
+			return l.logEnd, err
+		}
+	}
+	l.rebuildProducerState()
+	if err := l.rewriteTxnIndex(seg); err != nil {
+		return l.logEnd, err
+	}
+	if l.hwCheckpoint > newEnd {
+		l.hwCheckpoint = newEnd
+	}
+	l.checkInvariants()
+	return l.logEnd, nil
+}
+
+// AssignEpoch records that leader epoch epoch starts at the log end, as a
+// replica becoming leader does before it appends. An epoch older than the
+// latest is ErrFencedLeaderEpoch; the latest epoch again changes nothing.
+func (l *Log) AssignEpoch(epoch int32) error {
+	if err := l.checkLeaderEpoch(epoch); err != nil {
+		return err
+	}
+	before := l.epochs.clone()
+	if !l.epochs.assign(epoch, l.logEnd) {
+		return nil
+	}
+	l.epochs.assertMonotonic(l.name)
+	if err := l.writeEpochCheckpoint(); err != nil {
+		l.epochs = before
+		return err
+	}
+	return nil
+}
+
+// LatestEpoch is the newest epoch in the cache, or UndefinedEpoch.
+func (l *Log) LatestEpoch() int32 {
+	e, _ := l.epochs.latest()
+	return e.Epoch
+}
+
+// EpochEntries returns a copy of the epoch cache, oldest first.
+func (l *Log) EpochEntries() []EpochEntry { return l.epochs.clone().entries }
+
+// EndOffsetForEpoch answers OffsetForLeaderEpoch (KIP-101, KIP-279): the
+// largest epoch ≤ epoch this log knows and the offset where it ends (the
+// log end for the latest epoch), or (UndefinedEpoch, UndefinedEpochOffset).
+func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	return l.epochs.endOffsetFor(epoch, l.logEnd)
+}
+
+// CheckpointHighWatermark durably records the partition's high watermark
+// (atomically replacing the previous checkpoint).
+func (l *Log) CheckpointHighWatermark(hw int64) error {
+	assert(hw >= l.logStart && hw <= l.logEnd, "%s: high watermark %d outside the log [%d, %d]", l.name, hw, l.logStart, l.logEnd)
+	name := l.dir + "/" + hwCheckpointFile
+	if err := writeCheckpoint(l.disk, name, []string{strconv.FormatInt(hw, 10)}); err != nil {
+		return l.storageErr("write "+name, err)
+	}
+	l.hwCheckpoint = hw
+	return nil
+}
+
+// HighWatermarkCheckpoint is the last checkpointed high watermark: as read
+// by Open (clamped into the recovered log; the log start if there was none
+// or it was unreadable) or as last written.
+func (l *Log) HighWatermarkCheckpoint() int64 { return l.hwCheckpoint }
+
+// LastStableOffset is the LSO for the high watermark hw: the first offset
+// of the earliest transaction not yet decided below hw — one still open, or
+// one whose marker is at or above hw — and hw itself if there is none.
+func (l *Log) LastStableOffset(hw int64) int64 {
+	assert(hw >= l.logStart && hw <= l.logEnd, "%s: high watermark %d outside the log [%d, %d]", l.name, hw, l.logStart, l.logEnd)
+	lso := hw
+	if fu, ok := l.producers.firstUnstableOffset(); ok {
+		lso = min(lso, fu)
+	}
+	if hw == l.logEnd {
+		return lso
+	}
+	for si := l.segmentFor(hw); si < len(l.segments); si++ {
+		s := l.segments[si]
+		for k := s.find(hw); k < len(s.batches); k++ {
+			if e := &s.batches[k]; e.control() && e.txnFirstOffset >= 0 {
+				lso = min(lso, e.txnFirstOffset)
+			}
+		}
+	}
+	return lso
+}
+
+// FirstUnstableOffset is the first offset of the earliest open
+// transaction, if any.
+func (l *Log) FirstUnstableOffset() (int64, bool) { return l.producers.firstUnstableOffset() }
+
+// AbortedTransactions returns the aborted transactions that overlap the
+// fetch range [from, to) — their markers at or after from, their first
+// offsets before to — in marker order, as a fetch response carries them
+// for read_committed consumers.
+func (l *Log) AbortedTransactions(from, to int64) []AbortedTxn {
+	a := l.producers.aborted
+	lo, hi := 0, len(a)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if a[m].LastOffset < from {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	var out []AbortedTxn
+	for _, t := range a[lo:] {
+		if t.FirstOffset < to {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Producer returns what the log knows of a producer id.
+func (l *Log) Producer(producerID int64) (ProducerSnapshot, bool) {
+	return l.producers.snapshot(producerID)
+}
+
+// ProducerIDs lists the producer ids with state, ascending.
+func (l *Log) ProducerIDs() []int64 { return l.producers.ids() }
+
+// checkInvariants asserts what must hold after every operation; it is
+// cheap (constant time plus the epoch cache).
+func (l *Log) checkInvariants() {
+	assert(len(l.segments) > 0, "%s: no segments", l.name)
+	assert(l.segments[0].base == l.logStart, "%s: first segment %d, log start %d", l.name, l.segments[0].base, l.logStart)
+	a := l.active()
+	assert(a.nextOffset() == l.logEnd, "%s: log end %d, active segment ends at %d", l.name, l.logEnd, a.nextOffset())
+	if n := len(a.batches); n > 0 {
+		last := &a.batches[n-1]
+		assert(last.last < l.logEnd, "%s: index entry at %d past log end %d", l.name, last.last, l.logEnd)
+		assert(last.position+int64(last.size) == a.size, "%s: active segment size %d, index ends at %d", l.name, a.size, last.position+int64(last.size))
+	}
+	assert(l.logStart <= l.recoveryPoint && l.recoveryPoint <= l.logEnd, "%s: recovery point %d outside [%d, %d]", l.name, l.recoveryPoint, l.logStart, l.logEnd)
+	l.epochs.assertMonotonic(l.name)
+	if e, ok := l.epochs.latest(); ok {
+		assert(e.StartOffset <= l.logEnd, "%s: epoch %d starts at %d past log end %d", l.name, e.Epoch, e.StartOffset, l.logEnd)
+	}
+	if fu, ok := l.producers.firstUnstableOffset(); ok {
+		assert(fu >= l.logStart && fu < l.logEnd, "%s: open transaction at %d outside the log", l.name, fu)
+	}
+	assert(l.hwCheckpoint <= l.logEnd, "%s: checkpointed high watermark %d past log end %d", l.name, l.hwCheckpoint, l.logEnd)
+}
+
+// CheckConsistency walks the whole index and asserts its invariants:
+// offsets contiguous and increasing across batches and segments, positions
+// contiguous, every entry below the log end. It costs time linear in the
+// number of batches; tests and the simulator's slow checks call it.
+func (l *Log) CheckConsistency() {
+	l.checkInvariants()
+	next := l.logStart
+	for i, s := range l.segments {
+		assert(s.base == next, "%s: segment %d starts at %d, previous ended at %d", l.name, i, s.base, next)
+		assert(i == len(l.segments)-1 || len(s.batches) > 0, "%s: empty segment %d is not the last", l.name, s.base)
+		var pos int64
+		for k := range s.batches {
+			e := &s.batches[k]
+			assert(e.base == next, "%s: batch at %d, expected %d", l.name, e.base, next)
+			assert(e.last >= e.base && e.last < l.logEnd, "%s: batch %d..%d outside log end %d", l.name, e.base, e.last, l.logEnd)
+			assert(e.position == pos, "%s: batch at %d at byte %d, expected %d", l.name, e.base, e.position, pos)
+			pos += int64(e.size)
+			next = e.last + 1
+		}
+		assert(pos == s.size, "%s: segment %d size %d, batches end at %d", l.name, s.base, s.size, pos)
+	}
+	assert(next == l.logEnd, "%s: batches end at %d, log end %d", l.name, next, l.logEnd)
+}
