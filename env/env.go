@@ -50,6 +50,12 @@ type Env interface {
 	// Log writes a structured line into the trace: a message followed by
 	// alternating keys and values.
 	Log(msg string, kv ...any)
+
+	// Halt stops the process at once, as Kafka halts on an fsync failure:
+	// the node goes down like a crash (the simulator may restart it; in real
+	// mode the process exits). Once Halt returns, the Env is inert: timers,
+	// sends and disk operations do nothing or fail.
+	Halt(reason string)
 }
 
 // Process is code that runs on a node: a broker, the controller, a client

@@ -93,6 +93,7 @@ type Node struct {
 	later   []func() // process calls owed, run after the current one
 	clock   *time.Timer
 	boot    time.Time // wall and monotonic reading at boot
+	halted  bool      // the process called Halt: its Env is inert
 }
 
 // event is something a goroutine hands to the loop.
@@ -414,6 +415,9 @@ func (n *Node) now() env.Time {
 
 func (e *nodeEnv) AfterFunc(d time.Duration, f func()) env.TimerID {
 	n := (*Node)(e)
+	if n.halted {
+		f = func() {}
+	}
 	return n.timers.add(n.now().Add(max(d, 0)), f)
 }
 
@@ -445,7 +449,7 @@ func (n *Node) dial(c *conn, addr string) {
 
 func (e *nodeEnv) Send(id env.ConnID, frame []byte) {
 	c := e.conns[id]
-	if c == nil {
+	if c == nil || e.halted {
 		return
 	}
 	if len(frame) > 1<<31-1 {
@@ -489,8 +493,29 @@ func (e *nodeEnv) Close(id env.ConnID) {
 	c.closeGracefully(e.opts.CloseLinger)
 }
 
-func (e *nodeEnv) Disk() env.Disk { return e.disk }
+func (e *nodeEnv) Disk() env.Disk {
+	if e.halted {
+		return env.FailedDisk{Err: errHalted}
+	}
+	return e.disk
+}
+
+// Halt implements env.Env: the process asked to die, as Kafka halts on a
+// failed fsync. The node stops like a crash; Done tells the owner.
+func (e *nodeEnv) Halt(reason string) {
+	if e.halted {
+		return
+	}
+	e.halted = true
+	e.log.Error("halt", "reason", reason)
+	go (*Node)(e).Stop()
+}
+
+// Done is closed once the node's loop has ended (after Stop or Halt).
+func (n *Node) Done() <-chan struct{} { return n.done }
 
 func (e *nodeEnv) Rand() *env.Rand { return e.rand }
 
 func (e *nodeEnv) Log(msg string, kv ...any) { e.log.Info(msg, kv...) }
+
+var errHalted = fmt.Errorf("process halted: %w", env.ErrIO)

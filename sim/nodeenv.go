@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/kafkasim/kafkasim/env"
@@ -63,7 +64,14 @@ func (e *nodeEnv) Close(c env.ConnID) {
 	}
 }
 
-func (e *nodeEnv) Disk() env.Disk  { return e.n.disk }
+// Disk is the node's disk while the process lives; a dead process gets a
+// disk that fails everything, so nothing it does lands after its death.
+func (e *nodeEnv) Disk() env.Disk {
+	if !e.live() {
+		return env.FailedDisk{Err: errDead}
+	}
+	return e.n.disk
+}
 func (e *nodeEnv) Rand() *env.Rand { return e.n.rand }
 
 func (e *nodeEnv) Log(msg string, kv ...any) {
@@ -71,3 +79,13 @@ func (e *nodeEnv) Log(msg string, kv ...any) {
 		e.n.w.trace.log(e.n, msg, kv)
 	}
 }
+
+func (e *nodeEnv) Halt(reason string) {
+	if !e.live() {
+		return
+	}
+	e.n.w.trace.fault(e.n, "halt", reason)
+	e.n.Crash()
+}
+
+var errDead = fmt.Errorf("process is dead: %w", env.ErrIO)

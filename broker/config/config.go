@@ -1,0 +1,116 @@
+// Package config holds the cluster's knobs under Kafka's own names, shared
+// by the controller and the brokers. Every knob changes behaviour: that is
+// how a scenario turns a mechanism off and watches a guarantee fall.
+package config
+
+import (
+	"fmt"
+	"time"
+)
+
+// Cluster is the broker- and controller-side configuration.
+type Cluster struct {
+	// MinInsyncReplicas is min.insync.replicas: an acks=all write needs at
+	// least this many in-sync replicas.
+	MinInsyncReplicas int
+	// UncleanLeaderElection is unclean.leader.election.enable.
+	UncleanLeaderElection bool
+	// LogFlushIntervalMessages is log.flush.interval.messages: fsync after
+	// this many messages; 0 never (Kafka's default: rely on replication).
+	LogFlushIntervalMessages int64
+	// LeaderEpochTruncation is kip101.leader.epoch.truncation: a new
+	// follower truncates by OffsetForLeaderEpoch; off, to its checkpointed
+	// high watermark (the pre-KIP-101, lossy behaviour).
+	LeaderEpochTruncation bool
+	// FetchEpochValidation is kip320.fetch.epoch.validation: fetches carry
+	// leader epochs, stale ones are fenced and diverging consumers told.
+	FetchEpochValidation bool
+	// TransactionPartitionVerification is
+	// transaction.partition.verification.enable (KIP-890 part 1).
+	TransactionPartitionVerification bool
+	// EpochBumpPerTransaction is kip890.epoch.bump.per.transaction (KIP-890
+	// part 2).
+	EpochBumpPerTransaction bool
+
+	// ReplicaLagTimeMax is replica.lag.time.max.ms.
+	ReplicaLagTimeMax time.Duration
+	// ReplicaFetchWaitMax is replica.fetch.wait.max.ms.
+	ReplicaFetchWaitMax time.Duration
+	// ReplicaFetchBackoff is replica.fetch.backoff.ms, after a failed fetch.
+	ReplicaFetchBackoff time.Duration
+	// BrokerSessionTimeout is broker.session.timeout.ms.
+	BrokerSessionTimeout time.Duration
+	// BrokerHeartbeatInterval is broker.heartbeat.interval.ms.
+	BrokerHeartbeatInterval time.Duration
+	// SegmentBytes is log.segment.bytes.
+	SegmentBytes int64
+	// DefaultReplicationFactor is default.replication.factor.
+	DefaultReplicationFactor int
+	// OffsetsTopicPartitions and OffsetsTopicReplicationFactor shape
+	// __consumer_offsets.
+	OffsetsTopicPartitions        int
+	OffsetsTopicReplicationFactor int
+	// TransactionTopicPartitions and TransactionTopicReplicationFactor shape
+	// __transaction_state.
+	TransactionTopicPartitions        int
+	TransactionTopicReplicationFactor int
+	// TransactionTimeoutMax is transaction.max.timeout.ms.
+	TransactionTimeoutMax time.Duration
+	// GroupInitialRebalanceDelay is group.initial.rebalance.delay.ms.
+	GroupInitialRebalanceDelay time.Duration
+	// GroupSessionTimeoutMin and GroupSessionTimeoutMax bound the session
+	// timeouts members may ask for.
+	GroupSessionTimeoutMin, GroupSessionTimeoutMax time.Duration
+}
+
+// Default is Kafka's defaults, except where a simulation needs smaller
+// numbers to be quick; those are marked.
+func Default() Cluster {
+	return Cluster{
+		MinInsyncReplicas:                 1,
+		UncleanLeaderElection:             false,
+		LogFlushIntervalMessages:          0,
+		LeaderEpochTruncation:             true,
+		FetchEpochValidation:              true,
+		TransactionPartitionVerification:  true,
+		EpochBumpPerTransaction:           true,
+		ReplicaLagTimeMax:                 10 * time.Second, // Kafka: 30 s
+		ReplicaFetchWaitMax:               500 * time.Millisecond,
+		ReplicaFetchBackoff:               time.Second,
+		BrokerSessionTimeout:              6 * time.Second, // Kafka: 9 s
+		BrokerHeartbeatInterval:           time.Second,     // Kafka: 2 s
+		SegmentBytes:                      1 << 20,         // Kafka: 1 GiB
+		DefaultReplicationFactor:          3,
+		OffsetsTopicPartitions:            4, // Kafka: 50
+		OffsetsTopicReplicationFactor:     3,
+		TransactionTopicPartitions:        4, // Kafka: 50
+		TransactionTopicReplicationFactor: 3,
+		TransactionTimeoutMax:             15 * time.Minute,
+		GroupInitialRebalanceDelay:        0, // Kafka: 3 s
+		GroupSessionTimeoutMin:            time.Second,     // Kafka: 6 s
+		GroupSessionTimeoutMax:            5 * time.Minute, // Kafka: 30 min
+	}
+}
+
+// Validate reports the first impossible setting.
+func (c Cluster) Validate() error {
+	switch {
+	case c.MinInsyncReplicas < 1:
+		return fmt.Errorf("min.insync.replicas %d < 1", c.MinInsyncReplicas)
+	case c.LogFlushIntervalMessages < 0:
+		return fmt.Errorf("log.flush.interval.messages %d < 0", c.LogFlushIntervalMessages)
+	case c.BrokerHeartbeatInterval <= 0 || c.BrokerSessionTimeout <= c.BrokerHeartbeatInterval:
+		return fmt.Errorf("broker.session.timeout.ms %v must exceed broker.heartbeat.interval.ms %v", c.BrokerSessionTimeout, c.BrokerHeartbeatInterval)
+	case c.ReplicaLagTimeMax <= 0:
+		return fmt.Errorf("replica.lag.time.max.ms %v <= 0", c.ReplicaLagTimeMax)
+	case c.ReplicaFetchWaitMax <= 0 || c.ReplicaFetchWaitMax >= c.ReplicaLagTimeMax:
+		return fmt.Errorf("replica.fetch.wait.max.ms %v must be in (0, replica.lag.time.max.ms %v)", c.ReplicaFetchWaitMax, c.ReplicaLagTimeMax)
+	case c.SegmentBytes < 1024:
+		return fmt.Errorf("log.segment.bytes %d < 1024", c.SegmentBytes)
+	case c.OffsetsTopicPartitions < 1 || c.TransactionTopicPartitions < 1:
+		return fmt.Errorf("internal topics need at least one partition")
+	case c.DefaultReplicationFactor < 1 || c.OffsetsTopicReplicationFactor < 1 || c.TransactionTopicReplicationFactor < 1:
+		return fmt.Errorf("replication factors must be at least 1")
+	}
+	return nil
+}
