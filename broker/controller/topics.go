@@ -1,0 +1,97 @@
+package controller
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/kafkasim/kafkasim/broker/metadata"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
+
+func (c *Controller) handleCreateTopics(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+	resp := kmsg.NewPtrCreateTopicsResponse()
+	var rs []record
+	for _, rt := range req.Topics {
+		tr := kmsg.NewCreateTopicsResponseTopic()
+		tr.Topic = rt.Topic
+		t, code, msg := c.newTopic(rt)
+		if code == 0 && !req.ValidateOnly {
+			rs = append(rs, record{Topic: t})
+			c.e.Log("topic-created", "topic", t.Name, "partitions", len(t.Partitions))
+		}
+		tr.ErrorCode = code
+		if msg != "" {
+			tr.ErrorMessage = &msg
+		}
+		if t != nil {
+			tr.NumPartitions = int32(len(t.Partitions))
+			tr.ReplicationFactor = int16(len(t.Partitions[0].Replicas))
+			tr.TopicID = t.ID
+		}
+		resp.Topics = append(resp.Topics, tr)
+	}
+	if len(rs) > 0 {
+		if !c.commit(rs...) {
+			for i := range resp.Topics {
+				resp.Topics[i].ErrorCode = kerr.UnknownServerError.Code
+			}
+			return resp
+		}
+		c.pushAll()
+	}
+	return resp
+}
+
+// newTopic places a topic's replicas on the live brokers, round robin from
+// a random start, each partition led by its first replica.
+func (c *Controller) newTopic(rt kmsg.CreateTopicsRequestTopic) (*metadata.Topic, int16, string) {
+	if !topicName.MatchString(rt.Topic) {
+		return nil, kerr.InvalidTopicException.Code, fmt.Sprintf("topic name %q is invalid", rt.Topic)
+	}
+	if c.st.topics[rt.Topic] != nil {
+		return nil, kerr.TopicAlreadyExists.Code, fmt.Sprintf("topic %q already exists", rt.Topic)
+	}
+	partitions, rf := int(rt.NumPartitions), int(rt.ReplicationFactor)
+	if partitions == -1 {
+		partitions = 1
+	}
+	if rf == -1 {
+		rf = c.cfg.DefaultReplicationFactor
+	}
+	var live []int32
+	for _, id := range c.st.brokerIDs() {
+		if c.st.live(id) {
+			live = append(live, id)
+		}
+	}
+	if partitions < 1 || partitions > 10000 {
+		return nil, kerr.InvalidPartitions.Code, fmt.Sprintf("topic %q: %d partitions", rt.Topic, partitions)
+	}
+	if rf < 1 || rf > len(live) {
+		return nil, kerr.InvalidReplicationFactor.Code, fmt.Sprintf("topic %q: replication factor %d with %d live brokers", rt.Topic, rf, len(live))
+	}
+	t := &metadata.Topic{Name: rt.Topic}
+	r := c.e.Rand()
+	for i := range t.ID {
+		t.ID[i] = byte(r.Uint64())
+	}
+	start := r.Intn(len(live))
+	for p := range partitions {
+		replicas := make([]int32, rf)
+		for i := range rf {
+			replicas[i] = live[(start+p+i)%len(live)]
+		}
+		t.Partitions = append(t.Partitions, metadata.Partition{
+			TopicPartition: metadata.TopicPartition{Topic: rt.Topic, Partition: int32(p)},
+			Replicas:       replicas,
+			ISR:            append([]int32(nil), replicas...),
+			Leader:         replicas[0],
+			LeaderEpoch:    0,
+			PartitionEpoch: 0,
+		})
+	}
+	return t, 0, ""
+}

@@ -1,0 +1,232 @@
+// Package metadata is the cluster's shape as the controller decides it and
+// brokers learn it: brokers and their addresses, topics, and per partition
+// its replicas, leader, leader epoch, in-sync replicas and partition epoch.
+// The controller sends it to brokers as Kafka's UpdateMetadata request.
+package metadata
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// NoLeader is the leader id of a partition without one (offline).
+const NoLeader int32 = -1
+
+// TopicPartition names one partition.
+type TopicPartition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+}
+
+func (tp TopicPartition) String() string { return fmt.Sprintf("%s/%d", tp.Topic, tp.Partition) }
+
+// Compare orders partitions by topic, then number.
+func (tp TopicPartition) Compare(o TopicPartition) int {
+	if c := strings.Compare(tp.Topic, o.Topic); c != 0 {
+		return c
+	}
+	return int(tp.Partition) - int(o.Partition)
+}
+
+// Partition is the controller's record of one partition.
+type Partition struct {
+	TopicPartition
+	Replicas       []int32 `json:"replicas"`
+	ISR            []int32 `json:"isr"`
+	Leader         int32   `json:"leader"`
+	LeaderEpoch    int32   `json:"leaderEpoch"`
+	PartitionEpoch int32   `json:"partitionEpoch"`
+}
+
+// Clone returns a deep copy.
+func (p Partition) Clone() Partition {
+	p.Replicas = slices.Clone(p.Replicas)
+	p.ISR = slices.Clone(p.ISR)
+	return p
+}
+
+// InISR reports whether broker id is an in-sync replica.
+func (p Partition) InISR(id int32) bool { return slices.Contains(p.ISR, id) }
+
+// IsReplica reports whether broker id hosts a replica.
+func (p Partition) IsReplica(id int32) bool { return slices.Contains(p.Replicas, id) }
+
+// Broker is one registered broker.
+type Broker struct {
+	ID   int32  `json:"id"`
+	Addr string `json:"addr"`
+}
+
+// Topic is a topic and its partitions, in partition order.
+type Topic struct {
+	Name       string      `json:"name"`
+	ID         [16]byte    `json:"id"`
+	Partitions []Partition `json:"partitions"`
+}
+
+// Image is a broker's view of the cluster.
+type Image struct {
+	ControllerEpoch int32
+	Brokers         []Broker // live (unfenced) brokers, by id
+	Topics          map[string]*Topic
+}
+
+// Broker returns the live broker with id.
+func (img *Image) Broker(id int32) (Broker, bool) {
+	i, ok := slices.BinarySearchFunc(img.Brokers, id, func(b Broker, id int32) int { return int(b.ID) - int(id) })
+	if !ok {
+		return Broker{}, false
+	}
+	return img.Brokers[i], true
+}
+
+// Partition returns a partition's state.
+func (img *Image) Partition(tp TopicPartition) (Partition, bool) {
+	t := img.Topics[tp.Topic]
+	if t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
+		return Partition{}, false
+	}
+	return t.Partitions[tp.Partition], true
+}
+
+// TopicNames returns the topics, sorted.
+func (img *Image) TopicNames() []string {
+	names := make([]string, 0, len(img.Topics))
+	for n := range img.Topics {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// SplitAddr splits "host:port" for Kafka's wire, which carries them apart.
+// An address without a port (a simulated node's name) gets port -1.
+func SplitAddr(addr string) (host string, port int32) {
+	i := strings.LastIndexByte(addr, ':')
+	if i < 0 {
+		return addr, -1
+	}
+	p, err := strconv.ParseInt(addr[i+1:], 10, 32)
+	if err != nil {
+		return addr, -1
+	}
+	return addr[:i], int32(p)
+}
+
+// JoinAddr is the inverse of SplitAddr.
+func JoinAddr(host string, port int32) string {
+	if port < 0 {
+		return host
+	}
+	return host + ":" + strconv.Itoa(int(port))
+}
+
+// UpdateMetadataVersion is the version of UpdateMetadata the controller and
+// brokers speak (topic names and ids, live broker endpoints).
+const UpdateMetadataVersion = 7
+
+// ToUpdateMetadata encodes the image for one broker.
+func (img *Image) ToUpdateMetadata(controllerID int32, brokerEpoch int64) *kmsg.UpdateMetadataRequest {
+	req := kmsg.NewPtrUpdateMetadataRequest()
+	req.SetVersion(UpdateMetadataVersion)
+	req.ControllerID = controllerID
+	req.ControllerEpoch = img.ControllerEpoch
+	req.BrokerEpoch = brokerEpoch
+	for _, name := range img.TopicNames() {
+		t := img.Topics[name]
+		ts := kmsg.NewUpdateMetadataRequestTopicState()
+		ts.Topic = t.Name
+		ts.TopicID = t.ID
+		for _, p := range t.Partitions {
+			ps := kmsg.NewUpdateMetadataRequestTopicPartition()
+			ps.Partition = p.Partition
+			ps.ControllerEpoch = img.ControllerEpoch
+			ps.Leader = p.Leader
+			ps.LeaderEpoch = p.LeaderEpoch
+			ps.ISR = slices.Clone(p.ISR)
+			ps.ZKVersion = p.PartitionEpoch
+			ps.Replicas = slices.Clone(p.Replicas)
+			ts.PartitionStates = append(ts.PartitionStates, ps)
+		}
+		req.TopicStates = append(req.TopicStates, ts)
+	}
+	for _, b := range img.Brokers {
+		lb := kmsg.NewUpdateMetadataRequestLiveBroker()
+		lb.ID = b.ID
+		lb.Host, lb.Port = SplitAddr(b.Addr)
+		ep := kmsg.NewUpdateMetadataRequestLiveBrokerEndpoint()
+		ep.Host, ep.Port = lb.Host, lb.Port
+		ep.ListenerName = "PLAINTEXT"
+		lb.Endpoints = append(lb.Endpoints, ep)
+		req.LiveBrokers = append(req.LiveBrokers, lb)
+	}
+	return req
+}
+
+// FromUpdateMetadata decodes what the controller sent.
+func FromUpdateMetadata(req *kmsg.UpdateMetadataRequest) *Image {
+	img := &Image{ControllerEpoch: req.ControllerEpoch, Topics: map[string]*Topic{}}
+	for _, ts := range req.TopicStates {
+		t := &Topic{Name: ts.Topic, ID: ts.TopicID}
+		for _, ps := range ts.PartitionStates {
+			t.Partitions = append(t.Partitions, Partition{
+				TopicPartition: TopicPartition{Topic: ts.Topic, Partition: ps.Partition},
+				Replicas:       slices.Clone(ps.Replicas),
+				ISR:            slices.Clone(ps.ISR),
+				Leader:         ps.Leader,
+				LeaderEpoch:    ps.LeaderEpoch,
+				PartitionEpoch: ps.ZKVersion,
+			})
+		}
+		slices.SortFunc(t.Partitions, func(a, b Partition) int { return int(a.Partition) - int(b.Partition) })
+		img.Topics[t.Name] = t
+	}
+	for _, lb := range req.LiveBrokers {
+		host, port := lb.Host, lb.Port
+		if len(lb.Endpoints) > 0 {
+			host, port = lb.Endpoints[0].Host, lb.Endpoints[0].Port
+		}
+		img.Brokers = append(img.Brokers, Broker{ID: lb.ID, Addr: JoinAddr(host, port)})
+	}
+	slices.SortFunc(img.Brokers, func(a, b Broker) int { return int(a.ID) - int(b.ID) })
+	return img
+}
+
+// Internal topic names.
+const (
+	OffsetsTopic     = "__consumer_offsets"
+	TransactionTopic = "__transaction_state"
+)
+
+// PartitionFor is Kafka's choice of internal partition for a group id or
+// transactional id: abs(Java String.hashCode) mod partitions.
+func PartitionFor(key string, partitions int) int32 {
+	var h int32
+	for _, r := range utf16(key) {
+		h = 31*h + int32(r)
+	}
+	if h == -1<<31 {
+		h = 0
+	} else if h < 0 {
+		h = -h
+	}
+	return h % int32(partitions)
+}
+
+// utf16 returns Java's char sequence of s.
+func utf16(s string) []uint16 {
+	out := make([]uint16, 0, len(s))
+	for _, r := range s {
+		if r >= 0x10000 {
+			r -= 0x10000
+			out = append(out, uint16(0xd800+(r>>10)), uint16(0xdc00+(r&0x3ff)))
+			continue
+		}
+		out = append(out, uint16(r))
+	}
+	return out
+}
