@@ -109,8 +109,9 @@ func (c *epochCache) equal(o epochCache) bool {
 func (c *epochCache) assertMonotonic(partition string) {
 	for i := 1; i < len(c.entries); i++ {
 		a, b := c.entries[i-1], c.entries[i]
-		assert(a.Epoch < b.Epoch && a.StartOffset < b.StartOffset,
-			"%s: epoch cache not monotonic: %v then %v", partition, a, b)
+		if !(a.Epoch < b.Epoch && a.StartOffset < b.StartOffset) {
+			fail("%s: epoch cache not monotonic: %v then %v", partition, a, b)
+		}
 	}
 }
 

@@ -62,11 +62,10 @@ func (e *CorruptionError) Error() string {
 // Unwrap returns ErrCorruptMessage.
 func (e *CorruptionError) Unwrap() error { return ErrCorruptMessage }
 
-// assert panics with the invariant's name when cond is false. Broken
-// invariants are bugs, not operating errors: the simulator turns the panic
-// into a failure with its seed.
-func assert(cond bool, format string, args ...any) {
-	if !cond {
-		panic("log invariant: " + fmt.Sprintf(format, args...))
-	}
+// fail panics with the broken invariant's name. Broken invariants are bugs,
+// not operating errors: the simulator turns the panic into a failure with
+// its seed. Callers guard it with an if, so that hot paths do not box the
+// arguments of an assertion that holds.
+func fail(format string, args ...any) {
+	panic("log invariant: " + fmt.Sprintf(format, args...))
 }

@@ -2,7 +2,6 @@ package log_test
 
 import (
 	"fmt"
-	"testing"
 
 	"github.com/stretchr/testify/require"
 
@@ -11,6 +10,13 @@ import (
 	"github.com/kafkasim/kafkasim/env"
 	"github.com/kafkasim/kafkasim/sim/disk"
 )
+
+// tb is what the helpers need of *testing.T and *rapid.T alike.
+type tb interface {
+	Helper()
+	Errorf(format string, args ...any)
+	FailNow()
+}
 
 func testConfig() log.Config {
 	return log.Config{
@@ -22,7 +28,7 @@ func testConfig() log.Config {
 	}
 }
 
-func mustOpen(t testing.TB, d env.Disk, cfg log.Config) *log.Log {
+func mustOpen(t tb, d env.Disk, cfg log.Config) *log.Log {
 	t.Helper()
 	l, err := log.Open(d, cfg)
 	require.NoError(t, err)
@@ -58,7 +64,7 @@ func idem(pid int64, epoch int16, seq int32, n int, transactional bool) []byte {
 	return b
 }
 
-func appendLeader(t testing.TB, l *log.Log, b []byte, epoch int32) log.AppendResult {
+func appendLeader(t tb, l *log.Log, b []byte, epoch int32) log.AppendResult {
 	t.Helper()
 	res, err := l.AppendAsLeader(b, epoch)
 	require.NoError(t, err)
@@ -68,7 +74,7 @@ func appendLeader(t testing.TB, l *log.Log, b []byte, epoch int32) log.AppendRes
 
 // readValues reads everything below limit and returns "offset:value" per
 // record, control batches shown as "offset:COMMIT"/"offset:ABORT".
-func readValues(t testing.TB, l *log.Log, from, limit int64) []string {
+func readValues(t tb, l *log.Log, from, limit int64) []string {
 	t.Helper()
 	var out []string
 	for from < limit {

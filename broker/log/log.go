@@ -147,7 +147,7 @@ func Open(d env.Disk, cfg Config) (*Log, error) {
 		}
 	}
 	if len(l.segments) == 0 {
-		l.segments = []*segment{{base: l.logStart}}
+		l.segments = []*segment{newSegment(l.dir, l.logStart)}
 	}
 	l.logEnd = l.active().nextOffset()
 	l.recoveryPoint = l.logStart // unknown: a crash keeps unsynced bytes
@@ -181,7 +181,8 @@ func (l *Log) recoverSegment(base int64) (*segment, bool, error) {
 	if err != nil && !isNotExist(err) {
 		return nil, false, l.storageErr("recovery read of header checksums", err)
 	}
-	seg := &segment{base: base, dirty: len(data) > 0, txnDirty: true}
+	seg := newSegment(l.dir, base)
+	seg.dirty, seg.txnDirty = len(data) > 0, true
 	expected := base
 	pos := 0
 	reason := ""
@@ -400,7 +401,7 @@ func (l *Log) reconcileTxnIndexes() error {
 }
 
 func (l *Log) rewriteTxnIndex(s *segment) error {
-	name := txnIdxName(l.dir, s.base)
+	name := s.txnFile
 	want := l.txnIndexBytes(s)
 	have, err := l.disk.ReadFile(name)
 	if err != nil && !isNotExist(err) {
@@ -528,7 +529,9 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendResult, e
 // not come from an older producer epoch or an older coordinator epoch than
 // the producer's last marker. timestamp is in milliseconds.
 func (l *Log) AppendMarker(producerID int64, producerEpoch int16, m record.EndTxnMarker, leaderEpoch int32, timestamp int64) (AppendResult, error) {
-	assert(producerID >= 0, "%s: marker for producer id %d", l.name, producerID)
+	if !(producerID >= 0) {
+		fail("%s: marker for producer id %d", l.name, producerID)
+	}
 	if err := l.checkLeaderEpoch(leaderEpoch); err != nil {
 		return AppendResult{}, err
 	}
@@ -544,7 +547,9 @@ func (l *Log) AppendMarker(producerID int64, producerEpoch int16, m record.EndTx
 func (l *Log) refuse(err error) error { return fmt.Errorf("log %s: %w", l.name, err) }
 
 func (l *Log) checkLeaderEpoch(epoch int32) error {
-	assert(epoch >= 0, "%s: leader append with epoch %d", l.name, epoch)
+	if !(epoch >= 0) {
+		fail("%s: leader append with epoch %d", l.name, epoch)
+	}
 	if latest, ok := l.epochs.latest(); ok && epoch < latest.Epoch {
 		return fmt.Errorf("log %s: leader epoch %d older than the log's %d: %w", l.name, epoch, latest.Epoch, ErrFencedLeaderEpoch)
 	}
@@ -607,6 +612,17 @@ func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
 // assignEpochs records the batches' leader epochs in the epoch cache and
 // checkpoints it, before the batches reach the disk.
 func (l *Log) assignEpochs(batches []record.Batch) error {
+	latest, ok := l.epochs.latest()
+	needed := false
+	for _, b := range batches {
+		if e := b.PartitionLeaderEpoch(); e >= 0 && (!ok || e != latest.Epoch || b.BaseOffset() < latest.StartOffset) {
+			needed = true
+			break
+		}
+	}
+	if !needed {
+		return nil
+	}
 	before := l.epochs.clone()
 	changed := false
 	for _, b := range batches {
@@ -660,8 +676,10 @@ func (l *Log) appendBatches(batches []record.Batch, raw []byte) error {
 }
 
 func (l *Log) roll() *segment {
-	assert(l.active().nextOffset() == l.logEnd, "%s: active segment ends at %d, log end %d", l.name, l.active().nextOffset(), l.logEnd)
-	s := &segment{base: l.logEnd}
+	if !(l.active().nextOffset() == l.logEnd) {
+		fail("%s: active segment ends at %d, log end %d", l.name, l.active().nextOffset(), l.logEnd)
+	}
+	s := newSegment(l.dir, l.logEnd)
 	l.segments = append(l.segments, s)
 	return s
 }
@@ -674,7 +692,7 @@ func (l *Log) writeGroup(seg *segment, batches []record.Batch, raw []byte) error
 	for _, b := range batches {
 		side = appendHdrEntry(side, b)
 	}
-	hdr, lg := hdrName(l.dir, seg.base), logName(l.dir, seg.base)
+	hdr, lg := seg.hdrFile, seg.logFile
 	sideSize := int64(len(seg.batches) * hdrEntrySize)
 	if err := l.disk.Append(hdr, side); err != nil {
 		_ = l.disk.Truncate(hdr, sideSize)
@@ -689,8 +707,12 @@ func (l *Log) writeGroup(seg *segment, batches []record.Batch, raw []byte) error
 	pos := seg.size
 	for _, b := range batches {
 		e := newEntry(b, pos)
-		assert(e.base == l.logEnd, "%s: offsets not contiguous: batch at %d appended at log end %d", l.name, e.base, l.logEnd)
-		assert(e.last >= e.base, "%s: batch at %d ends at %d", l.name, e.base, e.last)
+		if !(e.base == l.logEnd) {
+			fail("%s: offsets not contiguous: batch at %d appended at log end %d", l.name, e.base, l.logEnd)
+		}
+		if !(e.last >= e.base) {
+			fail("%s: batch at %d ends at %d", l.name, e.base, e.last)
+		}
 		if t, ok := l.indexProducerState(&e); ok {
 			txnBytes = appendTxnEntry(txnBytes, t)
 		}
@@ -702,7 +724,7 @@ func (l *Log) writeGroup(seg *segment, batches []record.Batch, raw []byte) error
 	seg.dirty = true
 	if len(txnBytes) > 0 {
 		seg.txnDirty = true
-		if err := l.disk.Append(txnIdxName(l.dir, seg.base), txnBytes); err != nil {
+		if err := l.disk.Append(seg.txnFile, txnBytes); err != nil {
 			// The index is derived from the batches, which are in: the
 			// next Flush (or Open) rewrites it whole.
 			seg.txnStale = true
@@ -731,15 +753,15 @@ func (l *Log) Flush() error {
 			s.txnStale = false
 		}
 		if s.dirty {
-			if err := l.disk.Sync(hdrName(l.dir, s.base)); err != nil && !isNotExist(err) {
+			if err := l.disk.Sync(s.hdrFile); err != nil && !isNotExist(err) {
 				return l.storageErr("flush", err)
 			}
-			if err := l.disk.Sync(logName(l.dir, s.base)); err != nil && !isNotExist(err) {
+			if err := l.disk.Sync(s.logFile); err != nil && !isNotExist(err) {
 				return l.storageErr("flush", err)
 			}
 		}
 		if s.txnDirty {
-			if err := l.disk.Sync(txnIdxName(l.dir, s.base)); err != nil && !isNotExist(err) {
+			if err := l.disk.Sync(s.txnFile); err != nil && !isNotExist(err) {
 				return l.storageErr("flush", err)
 			}
 		}
@@ -800,7 +822,7 @@ func (l *Log) Read(from int64, maxBytes int, limit int64) ([]byte, error) {
 	for _, sp := range spans {
 		first, last := &sp.seg.batches[sp.lo], &sp.seg.batches[sp.hi-1]
 		n := int(last.position + int64(last.size) - first.position)
-		got, err := l.disk.ReadAt(logName(l.dir, sp.seg.base), buf[p:p+n], first.position)
+		got, err := l.disk.ReadAt(sp.seg.logFile, buf[p:p+n], first.position)
 		if err != nil && !(errors.Is(err, io.EOF) && got == n) {
 			// A failed read, or a file shorter than its index: keep
 			// what came back and serve the part of it that checks out.
@@ -884,14 +906,18 @@ func (l *Log) segmentFor(offset int64) int {
 // aborted index are rebuilt. It returns the new log end. After an I/O error
 // the disk may be partly truncated: reopen the log.
 func (l *Log) TruncateTo(offset int64) (int64, error) {
-	assert(offset >= l.logStart, "%s: truncation to %d below log start %d", l.name, offset, l.logStart)
+	if !(offset >= l.logStart) {
+		fail("%s: truncation to %d below log start %d", l.name, offset, l.logStart)
+	}
 	if offset >= l.logEnd {
 		return l.logEnd, nil
 	}
 	si := l.segmentFor(offset)
 	seg := l.segments[si]
 	k := seg.find(offset)
-	assert(k < len(seg.batches), "%s: no batch holds offset %d below log end %d", l.name, offset, l.logEnd)
+	if !(k < len(seg.batches)) {
+		fail("%s: no batch holds offset %d below log end %d", l.name, offset, l.logEnd)
+	}
 	newEnd := seg.batches[k].base
 	pos := seg.batches[k].position
 
@@ -902,10 +928,10 @@ func (l *Log) TruncateTo(offset int64) (int64, error) {
 		}
 	}
 	l.segments = l.segments[:si+1]
-	if err := l.cutFile(logName(l.dir, seg.base), pos); err != nil {
+	if err := l.cutFile(seg.logFile, pos); err != nil {
 		return l.logEnd, err
 	}
-	if err := l.cutFile(hdrName(l.dir, seg.base), int64(k*hdrEntrySize)); err != nil {
+	if err := l.cutFile(seg.hdrFile, int64(k*hdrEntrySize)); err != nil {
 		return l.logEnd, err
 	}
 	seg.batches = seg.batches[:k]
@@ -967,7 +993,9 @@ func (l *Log) EndOffsetForEpoch(epoch int32) (int32, int64) {
 // CheckpointHighWatermark durably records the partition's high watermark
 // (atomically replacing the previous checkpoint).
 func (l *Log) CheckpointHighWatermark(hw int64) error {
-	assert(hw >= l.logStart && hw <= l.logEnd, "%s: high watermark %d outside the log [%d, %d]", l.name, hw, l.logStart, l.logEnd)
+	if !(hw >= l.logStart && hw <= l.logEnd) {
+		fail("%s: high watermark %d outside the log [%d, %d]", l.name, hw, l.logStart, l.logEnd)
+	}
 	name := l.dir + "/" + hwCheckpointFile
 	if err := writeCheckpoint(l.disk, name, []string{strconv.FormatInt(hw, 10)}); err != nil {
 		return l.storageErr("write "+name, err)
@@ -985,7 +1013,9 @@ func (l *Log) HighWatermarkCheckpoint() int64 { return l.hwCheckpoint }
 // of the earliest transaction not yet decided below hw — one still open, or
 // one whose marker is at or above hw — and hw itself if there is none.
 func (l *Log) LastStableOffset(hw int64) int64 {
-	assert(hw >= l.logStart && hw <= l.logEnd, "%s: high watermark %d outside the log [%d, %d]", l.name, hw, l.logStart, l.logEnd)
+	if !(hw >= l.logStart && hw <= l.logEnd) {
+		fail("%s: high watermark %d outside the log [%d, %d]", l.name, hw, l.logStart, l.logEnd)
+	}
 	lso := hw
 	if fu, ok := l.producers.firstUnstableOffset(); ok {
 		lso = min(lso, fu)
@@ -1043,24 +1073,42 @@ func (l *Log) ProducerIDs() []int64 { return l.producers.ids() }
 // checkInvariants asserts what must hold after every operation; it is
 // cheap (constant time plus the epoch cache).
 func (l *Log) checkInvariants() {
-	assert(len(l.segments) > 0, "%s: no segments", l.name)
-	assert(l.segments[0].base == l.logStart, "%s: first segment %d, log start %d", l.name, l.segments[0].base, l.logStart)
+	if !(len(l.segments) > 0) {
+		fail("%s: no segments", l.name)
+	}
+	if !(l.segments[0].base == l.logStart) {
+		fail("%s: first segment %d, log start %d", l.name, l.segments[0].base, l.logStart)
+	}
 	a := l.active()
-	assert(a.nextOffset() == l.logEnd, "%s: log end %d, active segment ends at %d", l.name, l.logEnd, a.nextOffset())
+	if !(a.nextOffset() == l.logEnd) {
+		fail("%s: log end %d, active segment ends at %d", l.name, l.logEnd, a.nextOffset())
+	}
 	if n := len(a.batches); n > 0 {
 		last := &a.batches[n-1]
-		assert(last.last < l.logEnd, "%s: index entry at %d past log end %d", l.name, last.last, l.logEnd)
-		assert(last.position+int64(last.size) == a.size, "%s: active segment size %d, index ends at %d", l.name, a.size, last.position+int64(last.size))
+		if !(last.last < l.logEnd) {
+			fail("%s: index entry at %d past log end %d", l.name, last.last, l.logEnd)
+		}
+		if !(last.position+int64(last.size) == a.size) {
+			fail("%s: active segment size %d, index ends at %d", l.name, a.size, last.position+int64(last.size))
+		}
 	}
-	assert(l.logStart <= l.recoveryPoint && l.recoveryPoint <= l.logEnd, "%s: recovery point %d outside [%d, %d]", l.name, l.recoveryPoint, l.logStart, l.logEnd)
+	if !(l.logStart <= l.recoveryPoint && l.recoveryPoint <= l.logEnd) {
+		fail("%s: recovery point %d outside [%d, %d]", l.name, l.recoveryPoint, l.logStart, l.logEnd)
+	}
 	l.epochs.assertMonotonic(l.name)
 	if e, ok := l.epochs.latest(); ok {
-		assert(e.StartOffset <= l.logEnd, "%s: epoch %d starts at %d past log end %d", l.name, e.Epoch, e.StartOffset, l.logEnd)
+		if !(e.StartOffset <= l.logEnd) {
+			fail("%s: epoch %d starts at %d past log end %d", l.name, e.Epoch, e.StartOffset, l.logEnd)
+		}
 	}
 	if fu, ok := l.producers.firstUnstableOffset(); ok {
-		assert(fu >= l.logStart && fu < l.logEnd, "%s: open transaction at %d outside the log", l.name, fu)
+		if !(fu >= l.logStart && fu < l.logEnd) {
+			fail("%s: open transaction at %d outside the log", l.name, fu)
+		}
 	}
-	assert(l.hwCheckpoint <= l.logEnd, "%s: checkpointed high watermark %d past log end %d", l.name, l.hwCheckpoint, l.logEnd)
+	if !(l.hwCheckpoint <= l.logEnd) {
+		fail("%s: checkpointed high watermark %d past log end %d", l.name, l.hwCheckpoint, l.logEnd)
+	}
 }
 
 // CheckConsistency walks the whole index and asserts its invariants:
@@ -1071,18 +1119,32 @@ func (l *Log) CheckConsistency() {
 	l.checkInvariants()
 	next := l.logStart
 	for i, s := range l.segments {
-		assert(s.base == next, "%s: segment %d starts at %d, previous ended at %d", l.name, i, s.base, next)
-		assert(i == len(l.segments)-1 || len(s.batches) > 0, "%s: empty segment %d is not the last", l.name, s.base)
+		if !(s.base == next) {
+			fail("%s: segment %d starts at %d, previous ended at %d", l.name, i, s.base, next)
+		}
+		if !(i == len(l.segments)-1 || len(s.batches) > 0) {
+			fail("%s: empty segment %d is not the last", l.name, s.base)
+		}
 		var pos int64
 		for k := range s.batches {
 			e := &s.batches[k]
-			assert(e.base == next, "%s: batch at %d, expected %d", l.name, e.base, next)
-			assert(e.last >= e.base && e.last < l.logEnd, "%s: batch %d..%d outside log end %d", l.name, e.base, e.last, l.logEnd)
-			assert(e.position == pos, "%s: batch at %d at byte %d, expected %d", l.name, e.base, e.position, pos)
+			if !(e.base == next) {
+				fail("%s: batch at %d, expected %d", l.name, e.base, next)
+			}
+			if !(e.last >= e.base && e.last < l.logEnd) {
+				fail("%s: batch %d..%d outside log end %d", l.name, e.base, e.last, l.logEnd)
+			}
+			if !(e.position == pos) {
+				fail("%s: batch at %d at byte %d, expected %d", l.name, e.base, e.position, pos)
+			}
 			pos += int64(e.size)
 			next = e.last + 1
 		}
-		assert(pos == s.size, "%s: segment %d size %d, batches end at %d", l.name, s.base, s.size, pos)
+		if !(pos == s.size) {
+			fail("%s: segment %d size %d, batches end at %d", l.name, s.base, s.size, pos)
+		}
 	}
-	assert(next == l.logEnd, "%s: batches end at %d, log end %d", l.name, next, l.logEnd)
+	if !(next == l.logEnd) {
+		fail("%s: batches end at %d, log end %d", l.name, next, l.logEnd)
+	}
 }

@@ -63,7 +63,9 @@ func newEntry(b record.Batch, position int64) batchEntry {
 	if b.IsControl() {
 		e.flags |= flagControl
 		m, err := b.EndTxnMarker()
-		assert(err == nil, "indexing a control batch at %d whose marker does not decode: %v", e.base, err)
+		if !(err == nil) {
+			fail("indexing a control batch at %d whose marker does not decode: %v", e.base, err)
+		}
 		e.coordinatorEpoch = m.CoordinatorEpoch
 		if m.Commit() {
 			e.flags |= flagCommit
@@ -74,13 +76,18 @@ func newEntry(b record.Batch, position int64) batchEntry {
 
 // segment is one "<base>.log" file and its in-memory index.
 type segment struct {
-	base    int64
-	size    int64
-	batches []batchEntry
+	base                      int64
+	logFile, hdrFile, txnFile string
+	size                      int64
+	batches                   []batchEntry
 	// dirty: written since the last successful sync (or not known synced).
 	dirty    bool
 	txnDirty bool
 	txnStale bool // an append to the .txnindex failed: rewrite it whole
+}
+
+func newSegment(dir string, base int64) *segment {
+	return &segment{base: base, logFile: logName(dir, base), hdrFile: hdrName(dir, base), txnFile: txnIdxName(dir, base)}
 }
 
 func (s *segment) nextOffset() int64 {
