@@ -147,7 +147,11 @@ func Open(d env.Disk, cfg Config) (*Log, error) {
 		}
 	}
 	if len(l.segments) == 0 {
-		l.segments = []*segment{newSegment(l.dir, l.logStart)}
+		s, err := l.freshSegment(l.logStart)
+		if err != nil {
+			return nil, err
+		}
+		l.segments = []*segment{s}
 	}
 	l.logEnd = l.active().nextOffset()
 	l.recoveryPoint = l.logStart // unknown: a crash keeps unsynced bytes
@@ -278,7 +282,10 @@ func (l *Log) dropSegments(bases []int64, reason string) error {
 }
 
 func (l *Log) removeSegmentFiles(base int64) error {
-	for _, name := range []string{logName(l.dir, base), hdrName(l.dir, base), txnIdxName(l.dir, base)} {
+	// The .log goes last: a crash midway leaves a segment without its
+	// header checksums, which recovery cuts, never checksums without a
+	// segment, which would misalign a later segment of the same name.
+	for _, name := range []string{hdrName(l.dir, base), txnIdxName(l.dir, base), logName(l.dir, base)} {
 		if err := l.disk.Remove(name); err != nil {
 			return l.storageErr("remove "+name, err)
 		}
@@ -573,10 +580,19 @@ func (l *Log) appendLocal(b record.Batch) (AppendResult, error) {
 // epochs as the leader assigned them. They must start at the log end and be
 // contiguous (else ErrUnexpectedAppendOffset); each must pass its CRC (else
 // ErrCorruptMessage). Producer state is updated without the leader's checks.
-// An empty input appends nothing. On an I/O error a prefix of the batches
+// An empty input appends nothing; a partial batch at the end (a fetch
+// response cut at its byte limit) is ignored, as Kafka's fetcher does. On an
+// I/O error a prefix of the batches
 // may have been appended: LogEndOffset says how far.
 func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
 	batches, err := record.Split(records)
+	if errors.Is(err, record.ErrTruncated) {
+		n := 0
+		for _, b := range batches {
+			n += len(b)
+		}
+		records, err = records[:n], nil
+	}
 	if err != nil {
 		return AppendResult{}, l.refuse(err)
 	}
@@ -658,7 +674,10 @@ func (l *Log) appendBatches(batches []record.Batch, raw []byte) error {
 	for i := 0; i < len(batches); {
 		seg := l.active()
 		if seg.size > 0 && seg.size+int64(len(batches[i])) > l.cfg.SegmentBytesMax {
-			seg = l.roll()
+			var err error
+			if seg, err = l.roll(); err != nil {
+				return err
+			}
 		}
 		j, size := i+1, seg.size+int64(len(batches[i]))
 		for j < len(batches) && size+int64(len(batches[j])) <= l.cfg.SegmentBytesMax {
@@ -675,13 +694,28 @@ func (l *Log) appendBatches(batches []record.Batch, raw []byte) error {
 	return nil
 }
 
-func (l *Log) roll() *segment {
+// freshSegment returns a new, empty segment at base, first removing any
+// header checksums or transaction index left under its name by a crash.
+func (l *Log) freshSegment(base int64) (*segment, error) {
+	s := newSegment(l.dir, base)
+	for _, name := range []string{s.hdrFile, s.txnFile} {
+		if err := l.disk.Remove(name); err != nil {
+			return nil, l.storageErr("remove "+name, err)
+		}
+	}
+	return s, nil
+}
+
+func (l *Log) roll() (*segment, error) {
 	if !(l.active().nextOffset() == l.logEnd) {
 		fail("%s: active segment ends at %d, log end %d", l.name, l.active().nextOffset(), l.logEnd)
 	}
-	s := newSegment(l.dir, l.logEnd)
+	s, err := l.freshSegment(l.logEnd)
+	if err != nil {
+		return nil, err
+	}
 	l.segments = append(l.segments, s)
-	return s
+	return s, nil
 }
 
 // writeGroup appends batches to one segment: header checksums first, then

@@ -720,3 +720,36 @@ func TestBadConfigIsRefused(t *testing.T) {
 	_, err = log.Open(newDisk(), cfg)
 	require.Error(t, err)
 }
+
+func TestFollowerIgnoresAPartialBatchAtTheEndOfAFetch(t *testing.T) {
+	leader := mustOpen(t, newDisk(), testConfig())
+	appendLeader(t, leader, vals("a", 2), 0)
+	appendLeader(t, leader, vals("b", 2), 0)
+	data, _ := leader.Read(0, 1<<20, 4)
+	f := mustOpen(t, newDisk(), testConfig())
+	res, err := f.AppendAsFollower(data[:len(data)-5])
+	require.NoError(t, err)
+	require.Equal(t, int64(1), res.LastOffset)
+	require.Equal(t, int64(2), f.LogEndOffset())
+
+	garbage := append(append([]byte(nil), data[len(data)/2:]...), make([]byte, 64)...)
+	_, err = f.AppendAsFollower(garbage)
+	require.Error(t, err)
+}
+
+func TestLeftoverChecksumsOfARemovedSegmentDoNotMisalignANewOne(t *testing.T) {
+	// A crash between removing a segment's files left its header checksums
+	// behind; much later a segment of the same base offset is rolled.
+	d := newDisk()
+	cfg := testConfig()
+	cfg.SegmentBytesMax = int64(len(vals("a", 1)))
+	require.NoError(t, d.Append("t-0/00000000000000000001.hdrcrc", []byte("stale123")))
+	require.NoError(t, d.Append("t-0/00000000000000000000.hdrcrc", []byte("stale456")))
+	l := mustOpen(t, d, cfg)
+	appendLeader(t, l, vals("a", 1), 0)
+	appendLeader(t, l, vals("b", 1), 0) // rolls segment 1
+	require.NoError(t, l.Flush())
+	l2 := mustOpen(t, d, cfg)
+	require.Equal(t, int64(2), l2.LogEndOffset())
+	require.Equal(t, int64(-1), l2.Recovery().TruncatedAt)
+}
