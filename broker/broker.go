@@ -1,0 +1,276 @@
+package broker
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/kafkasim/kafkasim/broker/config"
+	"github.com/kafkasim/kafkasim/broker/metadata"
+	"github.com/kafkasim/kafkasim/broker/rpc"
+	"github.com/kafkasim/kafkasim/broker/wire"
+	"github.com/kafkasim/kafkasim/env"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Options configure one broker.
+type Options struct {
+	ID         int32
+	Controller string // the controller's address
+	ClusterID  string
+	Cluster    config.Cluster
+	// HighWatermarkCheckpointInterval is
+	// replica.high.watermark.checkpoint.interval.ms.
+	HighWatermarkCheckpointInterval time.Duration
+}
+
+// Broker is one broker process.
+type Broker struct {
+	opts Options
+	cfg  config.Cluster
+	e    env.Env
+	rt   *rpc.Router
+
+	controller  *rpc.Client
+	incarnation [16]byte
+	brokerEpoch int64 // -1 until registered
+	registering bool
+	caughtUp    bool // has applied metadata since registering
+
+	image      *metadata.Image
+	partitions map[metadata.TopicPartition]*partition
+	peers      map[int32]*rpc.Client // connections to other brokers, by id
+	fetchers   map[int32]*fetcher    // replica fetchers, by leader id
+
+	producerIDs  producerIDBlock
+	coordinators *coordinator
+}
+
+// New returns a broker process.
+func New(opts Options) *Broker {
+	if opts.HighWatermarkCheckpointInterval == 0 {
+		opts.HighWatermarkCheckpointInterval = 5 * time.Second
+	}
+	return &Broker{opts: opts, cfg: opts.Cluster}
+}
+
+// ID is the broker's id.
+func (b *Broker) ID() int32 { return b.opts.ID }
+
+// Start implements env.Process. Logs are opened as metadata names the
+// partitions this broker hosts; first the broker registers.
+func (b *Broker) Start(e env.Env) {
+	b.e = e
+	b.brokerEpoch = -1
+	b.image = &metadata.Image{Topics: map[string]*metadata.Topic{}}
+	b.partitions = map[metadata.TopicPartition]*partition{}
+	b.peers = map[int32]*rpc.Client{}
+	b.fetchers = map[int32]*fetcher{}
+	b.coordinators = newCoordinator(b)
+	r := e.Rand()
+	for i := range b.incarnation {
+		b.incarnation[i] = byte(r.Uint64())
+	}
+	b.rt = rpc.NewRouter(e, rpc.NewServer(Versions, b.serve))
+	b.controller = rpc.NewClient(b.rt, b.opts.Controller, rpc.ClientOptions{ClientID: fmt.Sprintf("broker-%d", b.opts.ID), Speaks: controllerVersions})
+	e.Log("broker-start", "id", b.opts.ID)
+	b.register()
+	b.heartbeat()
+	b.checkpointTick()
+	b.isrTick()
+}
+
+func (b *Broker) Connected(c env.ConnID, peer string, inbound bool) { b.rt.Connected(c, peer, inbound) }
+func (b *Broker) Received(c env.ConnID, frame []byte)               { b.rt.Received(c, frame) }
+func (b *Broker) Closed(c env.ConnID)                               { b.rt.Closed(c) }
+
+// Stop implements env.Stopper: a clean shutdown checkpoints every high
+// watermark and flushes every log.
+func (b *Broker) Stop() {
+	for _, p := range b.sortedPartitions() {
+		if p.log != nil {
+			_ = p.log.Flush()
+			_ = p.log.CheckpointHighWatermark(p.hw)
+		}
+	}
+}
+
+// controllerVersions are the APIs a broker calls on the controller.
+var controllerVersions = wire.NewVersions(
+	wire.Range{Key: 19, Min: 0, Max: 7},
+	wire.Range{Key: 56, Min: 1, Max: 1},
+	wire.Range{Key: 62, Min: 0, Max: 1},
+	wire.Range{Key: 63, Min: 0, Max: 1},
+	wire.Range{Key: 67, Min: 0, Max: 0},
+)
+
+func (b *Broker) register() {
+	if b.registering {
+		return
+	}
+	b.registering = true
+	req := kmsg.NewPtrBrokerRegistrationRequest()
+	req.BrokerID = b.opts.ID
+	req.ClusterID = b.opts.ClusterID
+	req.IncarnationID = b.incarnation
+	l := kmsg.NewBrokerRegistrationRequestListener()
+	l.Name = "PLAINTEXT"
+	host, port := metadata.SplitAddr(b.e.Name())
+	l.Host = host
+	if port > 0 {
+		l.Port = uint16(port)
+	}
+	req.Listeners = append(req.Listeners, l)
+	b.controller.Do(req, b.cfg.BrokerHeartbeatInterval*2, func(resp kmsg.Response, err error) {
+		b.registering = false
+		if err == nil {
+			if code := resp.(*kmsg.BrokerRegistrationResponse).ErrorCode; code != 0 {
+				err = kerr.ErrorForCode(code)
+			}
+		}
+		if err != nil {
+			b.e.AfterFunc(b.cfg.BrokerHeartbeatInterval, b.register)
+			return
+		}
+		b.brokerEpoch = resp.(*kmsg.BrokerRegistrationResponse).BrokerEpoch
+		b.caughtUp = false
+		b.e.Log("registered", "epoch", b.brokerEpoch)
+	})
+}
+
+func (b *Broker) heartbeat() {
+	defer b.e.AfterFunc(b.cfg.BrokerHeartbeatInterval, b.heartbeat)
+	if b.brokerEpoch < 0 {
+		return
+	}
+	req := kmsg.NewPtrBrokerHeartbeatRequest()
+	req.BrokerID = b.opts.ID
+	req.BrokerEpoch = b.brokerEpoch
+	req.WantFence = !b.caughtUp
+	epoch := b.brokerEpoch
+	b.controller.Do(req, b.cfg.BrokerHeartbeatInterval, func(resp kmsg.Response, err error) {
+		if err != nil || epoch != b.brokerEpoch {
+			return
+		}
+		if resp.(*kmsg.BrokerHeartbeatResponse).ErrorCode == kerr.StaleBrokerEpoch.Code {
+			b.e.Log("stale-broker-epoch", "epoch", b.brokerEpoch)
+			b.brokerEpoch = -1
+			b.register()
+		}
+	})
+}
+
+// handleUpdateMetadata applies the controller's image: this is how leadership
+// and ISR reach the broker.
+func (b *Broker) handleUpdateMetadata(req *kmsg.UpdateMetadataRequest) *kmsg.UpdateMetadataResponse {
+	resp := kmsg.NewPtrUpdateMetadataResponse()
+	if req.BrokerEpoch != b.brokerEpoch || req.ControllerEpoch < b.image.ControllerEpoch {
+		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+		return resp
+	}
+	img := metadata.FromUpdateMetadata(req)
+	b.image = img
+	for _, name := range img.TopicNames() {
+		for _, ps := range img.Topics[name].Partitions {
+			if !ps.IsReplica(b.opts.ID) {
+				continue
+			}
+			if err := b.applyPartition(ps); err != nil {
+				b.e.Halt(err.Error())
+				return resp
+			}
+		}
+	}
+	b.caughtUp = true
+	b.coordinators.metadataChanged()
+	return resp
+}
+
+// applyPartition makes this replica of ps follow what the controller says.
+func (b *Broker) applyPartition(ps metadata.Partition) error {
+	p := b.partitions[ps.TopicPartition]
+	if p == nil {
+		var err error
+		if p, err = b.openPartition(ps); err != nil {
+			return err
+		}
+	}
+	cur := p.state
+	newer := ps.LeaderEpoch > cur.LeaderEpoch || (ps.LeaderEpoch == cur.LeaderEpoch && ps.PartitionEpoch > cur.PartitionEpoch) || p.role == roleNone
+	if !newer {
+		return nil
+	}
+	switch {
+	case ps.Leader == b.opts.ID && (p.role != roleLeader || ps.LeaderEpoch > cur.LeaderEpoch):
+		return p.becomeLeader(ps)
+	case ps.Leader == b.opts.ID:
+		p.updateISR(ps)
+	case ps.Leader == metadata.NoLeader:
+		p.becomeOffline(ps)
+	case p.role != roleFollower || ps.LeaderEpoch > cur.LeaderEpoch || ps.Leader != cur.Leader:
+		return p.becomeFollower(ps)
+	default:
+		p.state = ps.Clone()
+	}
+	return nil
+}
+
+func (b *Broker) sortedPartitions() []*partition {
+	ps := make([]*partition, 0, len(b.partitions))
+	for _, p := range b.partitions {
+		ps = append(ps, p)
+	}
+	slices.SortFunc(ps, func(x, y *partition) int { return x.tp.Compare(y.tp) })
+	return ps
+}
+
+// peer returns the client for another broker, made on first use.
+func (b *Broker) peer(id int32) (*rpc.Client, bool) {
+	br, ok := b.image.Broker(id)
+	if !ok {
+		return nil, false
+	}
+	c := b.peers[id]
+	if c == nil || c.Addr() != br.Addr {
+		if c != nil {
+			c.Close()
+		}
+		c = rpc.NewClient(b.rt, br.Addr, rpc.ClientOptions{ClientID: fmt.Sprintf("broker-%d", b.opts.ID), Speaks: Versions})
+		b.peers[id] = c
+	}
+	return c, true
+}
+
+// checkpointTick writes every partition's high watermark, as Kafka does
+// every replica.high.watermark.checkpoint.interval.ms.
+func (b *Broker) checkpointTick() {
+	for _, p := range b.sortedPartitions() {
+		if p.log != nil && p.hw != p.log.HighWatermarkCheckpoint() {
+			if err := p.log.CheckpointHighWatermark(p.hw); err != nil {
+				b.e.Halt(fmt.Sprintf("checkpoint %v: %v", p.tp, err))
+				return
+			}
+		}
+	}
+	b.e.AfterFunc(b.opts.HighWatermarkCheckpointInterval, b.checkpointTick)
+}
+
+// Partition returns the state of this broker's replica of tp, for tests
+// and the harness.
+func (b *Broker) Partition(tp metadata.TopicPartition) (PartitionState, bool) {
+	p := b.partitions[tp]
+	if p == nil {
+		return PartitionState{}, false
+	}
+	return p.snapshot(), true
+}
+
+// Leads reports whether this broker leads tp right now.
+func (b *Broker) Leads(tp metadata.TopicPartition) bool {
+	p := b.partitions[tp]
+	return p != nil && p.role == roleLeader
+}
+
+// Image is the broker's metadata view.
+func (b *Broker) Image() *metadata.Image { return b.image }

@@ -1,0 +1,221 @@
+package broker
+
+import (
+	"errors"
+	"time"
+
+	"github.com/kafkasim/kafkasim/broker/log"
+	"github.com/kafkasim/kafkasim/broker/metadata"
+	"github.com/kafkasim/kafkasim/broker/rpc"
+	"github.com/kafkasim/kafkasim/env"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handleFetch serves consumers (ReplicaID -1) and followers (their broker
+// id). With nothing to return it parks until data arrives or MaxWait ends.
+func (b *Broker) handleFetch(r *rpc.Request, req *kmsg.FetchRequest) {
+	replica := req.ReplicaID
+	if req.Version >= 15 {
+		replica = req.ReplicaState.ID
+	}
+	if replica >= 0 {
+		b.recordFollowerFetch(replica, req)
+	}
+	d := &delayedFetch{b: b, r: r, req: req, replica: replica}
+	resp, bytes, stop := d.build()
+	if stop || bytes >= int(req.MinBytes) || req.MaxWaitMillis <= 0 {
+		r.Respond(resp)
+		return
+	}
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			if p := b.partitions[metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}]; p != nil {
+				p.waiters = append(p.waiters, d)
+			}
+		}
+	}
+	d.timer = b.e.AfterFunc(time.Duration(req.MaxWaitMillis)*time.Millisecond, d.timeout)
+}
+
+type delayedFetch struct {
+	b        *Broker
+	r        *rpc.Request
+	req      *kmsg.FetchRequest
+	replica  int32
+	timer    env.TimerID
+	answered bool
+}
+
+func (d *delayedFetch) wake() bool {
+	if d.answered {
+		return true
+	}
+	if !d.r.Live() {
+		d.finish(nil)
+		return true
+	}
+	resp, bytes, stop := d.build()
+	if !stop && bytes < int(d.req.MinBytes) {
+		return false
+	}
+	d.finish(resp)
+	return true
+}
+
+func (d *delayedFetch) timeout() {
+	d.timer = 0
+	if !d.answered {
+		resp, _, _ := d.build()
+		d.finish(resp)
+	}
+}
+
+func (d *delayedFetch) finish(resp *kmsg.FetchResponse) {
+	d.answered = true
+	if d.timer != 0 {
+		d.b.e.Cancel(d.timer)
+		d.timer = 0
+	}
+	if resp != nil {
+		d.r.Respond(resp)
+	} else {
+		d.r.NoResponse() // the connection is gone
+	}
+}
+
+// build reads every requested partition. stop reports a partition error or
+// divergence, which is answered at once.
+func (d *delayedFetch) build() (resp *kmsg.FetchResponse, bytes int, stop bool) {
+	b, req := d.b, d.req
+	resp = kmsg.NewPtrFetchResponse()
+	budget := int(req.MaxBytes)
+	if req.Version < 3 || budget <= 0 {
+		budget = 1 << 30
+	}
+	for _, rt := range req.Topics {
+		tr := kmsg.NewFetchResponseTopic()
+		tr.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			pr := kmsg.NewFetchResponseTopicPartition()
+			pr.Partition = rp.Partition
+			n := b.fetchPartition(&pr, metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}, rp, d.replica, req.IsolationLevel, min(int(rp.PartitionMaxBytes), budget), bytes == 0)
+			if pr.ErrorCode != 0 || pr.DivergingEpoch.Epoch >= 0 {
+				stop = true
+			}
+			bytes += n
+			budget -= n
+			tr.Partitions = append(tr.Partitions, pr)
+		}
+		resp.Topics = append(resp.Topics, tr)
+	}
+	return resp, bytes, stop
+}
+
+// fetchPartition fills one partition's answer and returns the bytes read.
+func (b *Broker) fetchPartition(pr *kmsg.FetchResponseTopicPartition, tp metadata.TopicPartition, rp kmsg.FetchRequestTopicPartition, replica int32, isolation int8, maxBytes int, first bool) int {
+	p := b.partitions[tp]
+	pr.HighWatermark, pr.LastStableOffset, pr.LogStartOffset = -1, -1, -1
+	switch {
+	case b.image.Topics[tp.Topic] == nil:
+		pr.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		return 0
+	case p == nil || p.role != roleLeader:
+		pr.ErrorCode = kerr.NotLeaderForPartition.Code
+		return 0
+	}
+	if b.cfg.FetchEpochValidation && rp.CurrentLeaderEpoch >= 0 {
+		switch {
+		case rp.CurrentLeaderEpoch < p.state.LeaderEpoch:
+			pr.ErrorCode = kerr.FencedLeaderEpoch.Code
+			return 0
+		case rp.CurrentLeaderEpoch > p.state.LeaderEpoch:
+			pr.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			return 0
+		}
+	}
+	pr.HighWatermark = p.hw
+	pr.LastStableOffset = p.lastStableOffset()
+	pr.LogStartOffset = p.log.LogStartOffset()
+	if b.cfg.FetchEpochValidation && rp.LastFetchedEpoch >= 0 {
+		epoch, end := p.log.EndOffsetForEpoch(rp.LastFetchedEpoch)
+		if epoch < rp.LastFetchedEpoch || end < rp.FetchOffset {
+			// The fetcher's log holds records this leader never had: tell it
+			// where the logs diverged so it truncates (KIP-320, KIP-595).
+			pr.DivergingEpoch.Epoch, pr.DivergingEpoch.EndOffset = epoch, end
+			return 0
+		}
+	}
+	limit := p.log.LogEndOffset()
+	if replica < 0 {
+		limit = p.hw
+		if isolation == 1 {
+			limit = pr.LastStableOffset
+		}
+	}
+	if !first {
+		maxBytes = max(maxBytes, 0)
+	}
+	data, err := p.log.Read(rp.FetchOffset, maxBytes, limit)
+	if err != nil {
+		switch {
+		case errors.Is(err, log.ErrOffsetOutOfRange):
+			pr.ErrorCode = kerr.OffsetOutOfRange.Code
+		case errors.Is(err, log.ErrCorruptMessage):
+			b.e.Log("corrupt-batch", "partition", tp.String(), "error", err.Error())
+			pr.ErrorCode = kerr.KafkaStorageError.Code
+		default:
+			b.e.Halt(err.Error())
+			pr.ErrorCode = kerr.KafkaStorageError.Code
+		}
+		return 0
+	}
+	pr.RecordBatches = data
+	if isolation == 1 && replica < 0 && len(data) > 0 {
+		for _, a := range p.log.AbortedTransactions(rp.FetchOffset, limit) {
+			at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+			at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset
+			pr.AbortedTransactions = append(pr.AbortedTransactions, at)
+		}
+	}
+	return len(data)
+}
+
+// recordFollowerFetch updates the leader's view of a follower from its
+// fetch offsets (which are its log end), then the ISR and high watermark.
+func (b *Broker) recordFollowerFetch(replica int32, req *kmsg.FetchRequest) {
+	now := b.e.Now()
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			p := b.partitions[metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}]
+			if p == nil || p.role != roleLeader {
+				continue
+			}
+			if b.cfg.FetchEpochValidation && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch != p.state.LeaderEpoch {
+				continue
+			}
+			f := p.followers[replica]
+			if f == nil {
+				continue // not a replica of this partition
+			}
+			if b.cfg.FetchEpochValidation && rp.LastFetchedEpoch >= 0 {
+				if epoch, end := p.log.EndOffsetForEpoch(rp.LastFetchedEpoch); epoch < rp.LastFetchedEpoch || end < rp.FetchOffset {
+					continue // diverged: its offset says nothing about our log
+				}
+			}
+			leo := p.log.LogEndOffset()
+			fetchOffset := min(rp.FetchOffset, leo)
+			switch {
+			case fetchOffset >= leo:
+				f.lastCaughtUp = max(f.lastCaughtUp, now)
+			case fetchOffset >= f.lastFetchLeaderLogEnd:
+				f.lastCaughtUp = max(f.lastCaughtUp, f.lastFetch)
+			}
+			f.logEnd = fetchOffset
+			f.lastFetchLeaderLogEnd = leo
+			f.lastFetch = now
+			p.maybeExpandISR(replica)
+			p.maybeAdvanceHighWatermark()
+		}
+	}
+}

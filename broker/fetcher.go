@@ -1,0 +1,276 @@
+package broker
+
+import (
+	"time"
+
+	"github.com/kafkasim/kafkasim/broker/log"
+	"github.com/kafkasim/kafkasim/broker/metadata"
+	"github.com/kafkasim/kafkasim/env"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// fetcher replicates every partition this broker follows from one leader:
+// first truncating each where needed, then fetching in a loop, one request
+// in flight at a time, long-polled by the leader.
+type fetcher struct {
+	b        *Broker
+	leader   int32
+	parts    map[metadata.TopicPartition]*fetchState
+	inflight bool
+	timer    env.TimerID
+}
+
+type fetchState struct {
+	p     *partition
+	epoch int32    // the leader epoch this state was made for
+	delay env.Time // do not fetch before (after an error)
+}
+
+func (b *Broker) startFetching(p *partition) {
+	f := b.fetchers[p.state.Leader]
+	if f == nil {
+		f = &fetcher{b: b, leader: p.state.Leader, parts: map[metadata.TopicPartition]*fetchState{}}
+		b.fetchers[p.state.Leader] = f
+	}
+	f.parts[p.tp] = &fetchState{p: p, epoch: p.state.LeaderEpoch}
+	f.kick()
+}
+
+func (b *Broker) stopFetching(tp metadata.TopicPartition) {
+	for _, f := range b.fetchers {
+		delete(f.parts, tp)
+	}
+}
+
+// live reports whether s still describes what its partition should do.
+func (s *fetchState) live(f *fetcher) bool {
+	p := s.p
+	return p.b.partitions[p.tp] == p && p.role == roleFollower && p.state.Leader == f.leader && p.state.LeaderEpoch == s.epoch && f.parts[p.tp] == s
+}
+
+// kick sends the next request unless one is in flight or waiting.
+func (f *fetcher) kick() {
+	if f.inflight || f.timer != 0 || len(f.parts) == 0 {
+		return
+	}
+	client, ok := f.b.peer(f.leader)
+	if !ok {
+		f.retryIn(f.b.cfg.ReplicaFetchBackoff)
+		return
+	}
+	now := f.b.e.Now()
+	var truncate, fetch []*fetchState
+	var wake env.Time
+	for _, tp := range sortedKeys(f.parts) {
+		s := f.parts[tp]
+		switch {
+		case now < s.delay:
+			if wake == 0 || s.delay < wake {
+				wake = s.delay
+			}
+		case s.p.truncatePending:
+			truncate = append(truncate, s)
+		default:
+			fetch = append(fetch, s)
+		}
+	}
+	switch {
+	case len(truncate) > 0:
+		f.sendOffsetForLeaderEpoch(truncate)
+	case len(fetch) > 0:
+		f.sendFetch(fetch)
+	case wake != 0:
+		f.retryIn(wake.Sub(now))
+	}
+	_ = client
+}
+
+func (f *fetcher) retryIn(d time.Duration) {
+	if f.timer != 0 {
+		return
+	}
+	f.timer = f.b.e.AfterFunc(d, func() { f.timer = 0; f.kick() })
+}
+
+func (f *fetcher) backoff(s *fetchState) {
+	s.delay = f.b.e.Now().Add(f.b.cfg.ReplicaFetchBackoff)
+}
+
+func (f *fetcher) requestTimeout() time.Duration {
+	return f.b.cfg.ReplicaFetchWaitMax + 5*time.Second
+}
+
+func (f *fetcher) sendOffsetForLeaderEpoch(states []*fetchState) {
+	b := f.b
+	client, _ := b.peer(f.leader)
+	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+	req.ReplicaID = b.opts.ID
+	var asked []*fetchState
+	for _, s := range states {
+		epoch := s.p.log.LatestEpoch()
+		if epoch < 0 {
+			// An empty epoch cache: nothing of ours to reconcile.
+			s.p.truncatePending = false
+			continue
+		}
+		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+		rt.Topic = s.p.tp.Topic
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.Partition = s.p.tp.Partition
+		rp.LeaderEpoch = epoch
+		rp.CurrentLeaderEpoch = -1
+		if b.cfg.FetchEpochValidation {
+			rp.CurrentLeaderEpoch = s.epoch
+		}
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		asked = append(asked, s)
+	}
+	if len(asked) == 0 {
+		f.kick()
+		return
+	}
+	f.inflight = true
+	client.Do(req, f.requestTimeout(), func(resp kmsg.Response, err error) {
+		f.inflight = false
+		if err != nil {
+			for _, s := range asked {
+				f.backoff(s)
+			}
+			f.kick()
+			return
+		}
+		answers := map[metadata.TopicPartition]kmsg.OffsetForLeaderEpochResponseTopicPartition{}
+		for _, rt := range resp.(*kmsg.OffsetForLeaderEpochResponse).Topics {
+			for _, rp := range rt.Partitions {
+				answers[metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}] = rp
+			}
+		}
+		for _, s := range asked {
+			if !s.live(f) {
+				continue
+			}
+			a, ok := answers[s.p.tp]
+			if !ok || a.ErrorCode != 0 {
+				f.backoff(s)
+				continue
+			}
+			if err := f.truncateByEpoch(s.p, a.LeaderEpoch, a.EndOffset); err != nil {
+				b.e.Halt(err.Error())
+				return
+			}
+			s.p.truncatePending = false
+		}
+		f.kick()
+	})
+}
+
+// truncateByEpoch applies a leader's answer (epoch, end) about where our
+// logs agree: if the leader's epoch is ours, cut to its end offset; if it
+// is older, cut to the smaller of its end and ours for that epoch. An
+// undefined answer falls back to the high watermark.
+func (f *fetcher) truncateByEpoch(p *partition, epoch int32, end int64) error {
+	if epoch < 0 || end < 0 {
+		_, err := p.truncateTo(p.hw, "leader has no epoch at or below ours: to high watermark")
+		return err
+	}
+	target := end
+	if ours, ourEnd := p.log.EndOffsetForEpoch(epoch); ours == epoch {
+		target = min(target, ourEnd)
+	} else {
+		target = min(target, p.hw)
+	}
+	_, err := p.truncateTo(min(target, p.log.LogEndOffset()), "leader epoch")
+	return err
+}
+
+func (f *fetcher) sendFetch(states []*fetchState) {
+	b := f.b
+	client, _ := b.peer(f.leader)
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID = b.opts.ID
+	req.MaxWaitMillis = int32(b.cfg.ReplicaFetchWaitMax / time.Millisecond)
+	req.MinBytes = 1
+	req.MaxBytes = 10 << 20
+	for _, s := range states {
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = s.p.tp.Topic
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = s.p.tp.Partition
+		rp.FetchOffset = s.p.log.LogEndOffset()
+		rp.LogStartOffset = s.p.log.LogStartOffset()
+		rp.PartitionMaxBytes = 1 << 20
+		rp.CurrentLeaderEpoch, rp.LastFetchedEpoch = -1, -1
+		if b.cfg.FetchEpochValidation {
+			rp.CurrentLeaderEpoch = s.epoch
+			rp.LastFetchedEpoch = s.p.log.LatestEpoch()
+		}
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+	}
+	f.inflight = true
+	client.Do(req, f.requestTimeout(), func(resp kmsg.Response, err error) {
+		f.inflight = false
+		if err != nil {
+			for _, s := range states {
+				f.backoff(s)
+			}
+			f.kick()
+			return
+		}
+		for _, rt := range resp.(*kmsg.FetchResponse).Topics {
+			for _, rp := range rt.Partitions {
+				s := f.parts[metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}]
+				if s == nil || !s.live(f) {
+					continue
+				}
+				if err := f.handlePartition(s, rp); err != nil {
+					b.e.Halt(err.Error())
+					return
+				}
+			}
+		}
+		f.kick()
+	})
+}
+
+func (f *fetcher) handlePartition(s *fetchState, rp kmsg.FetchResponseTopicPartition) error {
+	p := s.p
+	switch {
+	case rp.ErrorCode == kerr.OffsetOutOfRange.Code:
+		// Our log runs past the leader's: without epochs this is how a
+		// follower learns it must cut (the old, lossy path).
+		if rp.HighWatermark >= 0 && p.log.LogEndOffset() > rp.HighWatermark {
+			if _, err := p.truncateTo(rp.HighWatermark, "offset out of range at leader"); err != nil {
+				return err
+			}
+			return nil
+		}
+		f.backoff(s)
+		return nil
+	case rp.ErrorCode != 0:
+		f.backoff(s)
+		return nil
+	case rp.DivergingEpoch.Epoch >= 0:
+		return f.truncateByEpoch(p, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
+	}
+	if len(rp.RecordBatches) > 0 {
+		if _, err := p.log.AppendAsFollower(rp.RecordBatches); err != nil {
+			if isStorageError(err) {
+				return err
+			}
+			p.b.e.Log("follower-append-refused", "partition", p.tp.String(), "error", err.Error())
+			f.backoff(s)
+			return nil
+		}
+	}
+	hw := min(rp.HighWatermark, p.log.LogEndOffset())
+	if hw != p.hw && hw >= 0 {
+		p.hw = hw
+		p.wakeWaiters()
+	}
+	return nil
+}
+
+func isStorageError(err error) bool { return errorIs(err, log.ErrKafkaStorage) }

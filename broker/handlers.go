@@ -1,0 +1,257 @@
+package broker
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/kafkasim/kafkasim/broker/metadata"
+	"github.com/kafkasim/kafkasim/broker/rpc"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// serve dispatches one request. Requests on one connection are served one
+// at a time, in order, as Kafka does.
+func (b *Broker) serve(r *rpc.Request) {
+	switch req := r.Body.(type) {
+	case *kmsg.ProduceRequest:
+		b.handleProduce(r, req)
+	case *kmsg.FetchRequest:
+		b.handleFetch(r, req)
+	case *kmsg.ListOffsetsRequest:
+		r.Respond(b.handleListOffsets(req))
+	case *kmsg.MetadataRequest:
+		r.Respond(b.handleMetadata(req))
+	case *kmsg.UpdateMetadataRequest:
+		r.Respond(b.handleUpdateMetadata(req))
+	case *kmsg.OffsetForLeaderEpochRequest:
+		r.Respond(b.handleOffsetForLeaderEpoch(req))
+	case *kmsg.CreateTopicsRequest:
+		b.handleCreateTopics(r, req)
+	case *kmsg.InitProducerIDRequest:
+		b.handleInitProducerID(r, req)
+	case *kmsg.FindCoordinatorRequest:
+		r.Respond(b.coordinators.handleFindCoordinator(req))
+	case *kmsg.OffsetCommitRequest:
+		b.coordinators.handleOffsetCommit(r, req)
+	case *kmsg.OffsetFetchRequest:
+		r.Respond(b.coordinators.handleOffsetFetch(req))
+	default:
+		b.e.Log("unhandled-request", "api", r.Header.Name())
+		r.CloseConn()
+	}
+}
+
+func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
+	resp := kmsg.NewPtrMetadataResponse()
+	resp.ClusterID = &b.opts.ClusterID
+	resp.ControllerID = b.opts.ID // this broker forwards admin requests
+	for _, br := range b.image.Brokers {
+		rb := kmsg.NewMetadataResponseBroker()
+		rb.NodeID = br.ID
+		rb.Host, rb.Port = metadata.SplitAddr(br.Addr)
+		resp.Brokers = append(resp.Brokers, rb)
+	}
+	var names []string
+	if req.Topics == nil {
+		names = b.image.TopicNames()
+	} else {
+		for _, t := range req.Topics {
+			if t.Topic != nil {
+				names = append(names, *t.Topic)
+			}
+		}
+	}
+	for _, name := range names {
+		rt := kmsg.NewMetadataResponseTopic()
+		rt.Topic = kmsg.StringPtr(name)
+		t := b.image.Topics[name]
+		if t == nil {
+			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
+		rt.TopicID = t.ID
+		rt.IsInternal = name == metadata.OffsetsTopic || name == metadata.TransactionTopic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewMetadataResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.Leader = p.Leader
+			rp.LeaderEpoch = p.LeaderEpoch
+			rp.Replicas = slices.Clone(p.Replicas)
+			rp.ISR = slices.Clone(p.ISR)
+			for _, r := range p.Replicas {
+				if _, live := b.image.Broker(r); !live {
+					rp.OfflineReplicas = append(rp.OfflineReplicas, r)
+				}
+			}
+			if p.Leader == metadata.NoLeader {
+				rp.ErrorCode = kerr.LeaderNotAvailable.Code
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+func (b *Broker) handleListOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResponse {
+	resp := kmsg.NewPtrListOffsetsResponse()
+	for _, rt := range req.Topics {
+		tr := kmsg.NewListOffsetsResponseTopic()
+		tr.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			pr := kmsg.NewListOffsetsResponseTopicPartition()
+			pr.Partition = rp.Partition
+			pr.Timestamp, pr.Offset, pr.LeaderEpoch = -1, -1, -1
+			p := b.partitions[metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}]
+			switch {
+			case b.image.Topics[rt.Topic] == nil:
+				pr.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case p == nil || p.role != roleLeader:
+				pr.ErrorCode = kerr.NotLeaderForPartition.Code
+			case b.cfg.FetchEpochValidation && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < p.state.LeaderEpoch:
+				pr.ErrorCode = kerr.FencedLeaderEpoch.Code
+			case b.cfg.FetchEpochValidation && rp.CurrentLeaderEpoch > p.state.LeaderEpoch:
+				pr.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			case rp.Timestamp == -2:
+				pr.Offset = p.log.LogStartOffset()
+			case rp.Timestamp == -1:
+				switch {
+				case req.ReplicaID >= 0:
+					pr.Offset = p.log.LogEndOffset()
+				case req.IsolationLevel == 1:
+					pr.Offset = p.lastStableOffset()
+				default:
+					pr.Offset = p.hw
+				}
+			default:
+				pr.ErrorCode = kerr.InvalidRequest.Code // lookups by timestamp are not modelled
+			}
+			if pr.ErrorCode == 0 {
+				pr.LeaderEpoch = p.state.LeaderEpoch
+				pr.OldStyleOffsets = []int64{pr.Offset}
+			}
+			tr.Partitions = append(tr.Partitions, pr)
+		}
+		resp.Topics = append(resp.Topics, tr)
+	}
+	return resp
+}
+
+func (b *Broker) handleOffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest) *kmsg.OffsetForLeaderEpochResponse {
+	resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
+	for _, rt := range req.Topics {
+		tr := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		tr.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			pr := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			pr.Partition = rp.Partition
+			pr.LeaderEpoch, pr.EndOffset = -1, -1
+			p := b.partitions[metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}]
+			switch {
+			case b.image.Topics[rt.Topic] == nil:
+				pr.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case p == nil || p.role != roleLeader:
+				pr.ErrorCode = kerr.NotLeaderForPartition.Code
+			case b.cfg.FetchEpochValidation && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < p.state.LeaderEpoch:
+				pr.ErrorCode = kerr.FencedLeaderEpoch.Code
+			case b.cfg.FetchEpochValidation && rp.CurrentLeaderEpoch > p.state.LeaderEpoch:
+				pr.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			default:
+				pr.LeaderEpoch, pr.EndOffset = p.log.EndOffsetForEpoch(rp.LeaderEpoch)
+			}
+			tr.Partitions = append(tr.Partitions, pr)
+		}
+		resp.Topics = append(resp.Topics, tr)
+	}
+	return resp
+}
+
+// handleCreateTopics forwards to the controller, as a KRaft broker does.
+func (b *Broker) handleCreateTopics(r *rpc.Request, req *kmsg.CreateTopicsRequest) {
+	fwd := kmsg.NewPtrCreateTopicsRequest()
+	fwd.Topics = req.Topics
+	fwd.TimeoutMillis = req.TimeoutMillis
+	fwd.ValidateOnly = req.ValidateOnly
+	b.controller.Do(fwd, b.cfg.BrokerSessionTimeout, func(resp kmsg.Response, err error) {
+		if err != nil {
+			out := kmsg.NewPtrCreateTopicsResponse()
+			for _, t := range req.Topics {
+				rt := kmsg.NewCreateTopicsResponseTopic()
+				rt.Topic = t.Topic
+				rt.ErrorCode = kerr.RequestTimedOut.Code
+				msg := fmt.Sprintf("controller: %v", err)
+				rt.ErrorMessage = &msg
+				out.Topics = append(out.Topics, rt)
+			}
+			r.Respond(out)
+			return
+		}
+		r.Respond(resp)
+	})
+}
+
+// producerIDBlock hands out producer ids from blocks the controller
+// allocates; a request waits while a block is fetched.
+type producerIDBlock struct {
+	next, end int64
+	fetching  bool
+	waiting   []func(id int64, code int16)
+}
+
+func (b *Broker) allocateProducerID(done func(id int64, code int16)) {
+	pb := &b.producerIDs
+	if pb.next < pb.end {
+		id := pb.next
+		pb.next++
+		done(id, 0)
+		return
+	}
+	pb.waiting = append(pb.waiting, done)
+	if pb.fetching || b.brokerEpoch < 0 {
+		if b.brokerEpoch < 0 {
+			pb.waiting = pb.waiting[:len(pb.waiting)-1]
+			done(-1, kerr.CoordinatorNotAvailable.Code)
+		}
+		return
+	}
+	pb.fetching = true
+	req := kmsg.NewPtrAllocateProducerIDsRequest()
+	req.BrokerID, req.BrokerEpoch = b.opts.ID, b.brokerEpoch
+	b.controller.Do(req, b.cfg.BrokerSessionTimeout, func(resp kmsg.Response, err error) {
+		pb.fetching = false
+		waiting := pb.waiting
+		pb.waiting = nil
+		if err == nil && resp.(*kmsg.AllocateProducerIDsResponse).ErrorCode == 0 {
+			ar := resp.(*kmsg.AllocateProducerIDsResponse)
+			pb.next, pb.end = ar.ProducerIDStart, ar.ProducerIDStart+int64(ar.ProducerIDLen)
+		}
+		if pb.next >= pb.end {
+			for _, w := range waiting {
+				w(-1, kerr.CoordinatorNotAvailable.Code) // retriable: the client asks again
+			}
+			return
+		}
+		for _, w := range waiting {
+			b.allocateProducerID(w)
+		}
+	})
+}
+
+// handleInitProducerID gives an idempotent producer a fresh id at epoch 0;
+// transactional ids go to the transaction coordinator.
+func (b *Broker) handleInitProducerID(r *rpc.Request, req *kmsg.InitProducerIDRequest) {
+	if req.TransactionalID != nil {
+		b.coordinators.handleInitTransactionalProducer(r, req)
+		return
+	}
+	b.allocateProducerID(func(id int64, code int16) {
+		resp := kmsg.NewPtrInitProducerIDResponse()
+		resp.ProducerID, resp.ProducerEpoch, resp.ErrorCode = id, 0, code
+		if code != 0 {
+			resp.ProducerID, resp.ProducerEpoch = -1, -1
+		}
+		r.Respond(resp)
+	})
+}

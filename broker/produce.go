@@ -1,0 +1,184 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kafkasim/kafkasim/broker/log"
+	"github.com/kafkasim/kafkasim/broker/metadata"
+	"github.com/kafkasim/kafkasim/broker/rpc"
+	"github.com/kafkasim/kafkasim/env"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handleProduce appends each partition's batch as leader and answers at
+// once (acks 1), never (acks 0), or once the high watermark passes every
+// batch (acks all) — within the request's timeout.
+func (b *Broker) handleProduce(r *rpc.Request, req *kmsg.ProduceRequest) {
+	resp := kmsg.NewPtrProduceResponse()
+	d := &delayedProduce{b: b, r: r, req: req, resp: resp}
+	for _, rt := range req.Topics {
+		tr := kmsg.NewProduceResponseTopic()
+		tr.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			pr := kmsg.NewProduceResponseTopicPartition()
+			pr.Partition = rp.Partition
+			tp := metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
+			if req.TransactionID != nil && b.cfg.TransactionPartitionVerification {
+				if code := b.coordinators.verifyTxnPartition(*req.TransactionID, tp, rp.Records); code != 0 {
+					pr.ErrorCode = code
+					tr.Partitions = append(tr.Partitions, pr)
+					continue
+				}
+			}
+			res, code := b.appendAsLeader(tp, rp.Records, req.Acks)
+			pr.ErrorCode = code
+			pr.BaseOffset = res.FirstOffset
+			pr.LogAppendTime = -1
+			if p := b.partitions[tp]; p != nil && code == 0 {
+				pr.LogStartOffset = p.log.LogStartOffset()
+				if req.Acks == -1 {
+					d.pending = append(d.pending, pendingAppend{p: p, epoch: p.state.LeaderEpoch, required: res.LastOffset + 1, topic: len(resp.Topics), part: len(tr.Partitions)})
+				}
+			}
+			tr.Partitions = append(tr.Partitions, pr)
+		}
+		resp.Topics = append(resp.Topics, tr)
+	}
+	switch {
+	case req.Acks == 0:
+		r.NoResponse()
+	case len(d.pending) == 0:
+		r.Respond(resp)
+	default:
+		d.deadline = b.e.Now().Add(time.Duration(req.TimeoutMillis) * time.Millisecond)
+		if !d.wake() {
+			for _, pa := range d.pending {
+				pa.p.waiters = append(pa.p.waiters, d)
+			}
+			d.timer = b.e.AfterFunc(time.Duration(req.TimeoutMillis)*time.Millisecond, d.timeout)
+		}
+	}
+}
+
+// appendAsLeader appends one partition's records, returning a Kafka error
+// code for anything refused.
+func (b *Broker) appendAsLeader(tp metadata.TopicPartition, records []byte, acks int16) (log.AppendResult, int16) {
+	p := b.partitions[tp]
+	switch {
+	case b.image.Topics[tp.Topic] == nil:
+		return log.AppendResult{FirstOffset: -1}, kerr.UnknownTopicOrPartition.Code
+	case p == nil || p.role != roleLeader:
+		return log.AppendResult{FirstOffset: -1}, kerr.NotLeaderForPartition.Code
+	case acks == -1 && len(p.state.ISR) < b.minInsync(tp):
+		// Refused before append: a definite failure.
+		return log.AppendResult{FirstOffset: -1}, kerr.NotEnoughReplicas.Code
+	}
+	res, err := p.log.AppendAsLeader(records, p.state.LeaderEpoch)
+	if err != nil {
+		if errors.Is(err, log.ErrKafkaStorage) {
+			b.e.Halt(fmt.Sprintf("append to %v: %v", tp, err))
+			return log.AppendResult{FirstOffset: -1}, kerr.KafkaStorageError.Code
+		}
+		return log.AppendResult{FirstOffset: -1}, errorCode(err)
+	}
+	if !res.Duplicate {
+		p.maybeAdvanceHighWatermark() // a leader alone in its ISR commits at once
+		p.wakeWaiters()
+	}
+	return res, 0
+}
+
+// minInsync is min.insync.replicas for a partition; internal topics use
+// the same setting, as Kafka's defaults do.
+func (b *Broker) minInsync(tp metadata.TopicPartition) int {
+	return b.cfg.MinInsyncReplicas
+}
+
+// errorCode maps an error from the log to its Kafka code.
+func errorCode(err error) int16 {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return kerr.UnknownServerError.Code
+}
+
+type pendingAppend struct {
+	p           *partition
+	epoch       int32
+	required    int64 // the high watermark that commits the batch
+	topic, part int   // where its answer goes in the response
+	done        bool
+}
+
+// delayedProduce is an acks=all produce waiting for its batches to commit.
+type delayedProduce struct {
+	b        *Broker
+	r        *rpc.Request
+	req      *kmsg.ProduceRequest
+	resp     *kmsg.ProduceResponse
+	pending  []pendingAppend
+	deadline env.Time
+	timer    env.TimerID
+	answered bool
+}
+
+// wake checks every pending batch: committed (the high watermark passed
+// it), lost its leadership, or still waiting. It answers once none waits.
+func (d *delayedProduce) wake() bool {
+	if d.answered {
+		return true
+	}
+	waiting := false
+	for i := range d.pending {
+		pa := &d.pending[i]
+		if pa.done {
+			continue
+		}
+		pr := &d.resp.Topics[pa.topic].Partitions[pa.part]
+		switch {
+		case pa.p.role != roleLeader || pa.p.state.LeaderEpoch != pa.epoch || pa.p.b.partitions[pa.p.tp] != pa.p:
+			pr.ErrorCode = kerr.NotLeaderForPartition.Code
+			pa.done = true
+		case pa.p.hw >= pa.required:
+			if len(pa.p.state.ISR) < d.b.minInsync(pa.p.tp) {
+				// Committed, but by fewer replicas than promised.
+				pr.ErrorCode = kerr.NotEnoughReplicasAfterAppend.Code
+			}
+			pa.done = true
+		default:
+			waiting = true
+		}
+	}
+	if waiting {
+		return false
+	}
+	d.finish()
+	return true
+}
+
+func (d *delayedProduce) timeout() {
+	d.timer = 0
+	if d.answered {
+		return
+	}
+	for i := range d.pending {
+		if pa := &d.pending[i]; !pa.done {
+			d.resp.Topics[pa.topic].Partitions[pa.part].ErrorCode = kerr.RequestTimedOut.Code
+			pa.done = true
+		}
+	}
+	d.finish()
+}
+
+func (d *delayedProduce) finish() {
+	d.answered = true
+	if d.timer != 0 {
+		d.b.e.Cancel(d.timer)
+		d.timer = 0
+	}
+	d.r.Respond(d.resp)
+}
