@@ -509,4 +509,3 @@ func (c *coordinator) handleInitTransactionalProducer(r *rpc.Request, req *kmsg.
 	resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 	r.Respond(resp)
 }
-

@@ -119,4 +119,3 @@ func (p *partition) proposeISR(isr []int32) {
 		}
 	})
 }
-

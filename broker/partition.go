@@ -42,10 +42,10 @@ type partition struct {
 
 // follower is the leader's view of one follower replica.
 type follower struct {
-	logEnd                 int64 // offset the follower fetched from last; -1 unknown
-	lastCaughtUp           env.Time
-	lastFetch              env.Time
-	lastFetchLeaderLogEnd  int64
+	logEnd                int64 // offset the follower fetched from last; -1 unknown
+	lastCaughtUp          env.Time
+	lastFetch             env.Time
+	lastFetchLeaderLogEnd int64
 }
 
 // waiter is a parked request; wake reports whether it completed and can be

@@ -7,16 +7,16 @@ import "github.com/kafkasim/kafkasim/broker/wire"
 // controller. Topic-id-only versions (Produce and Fetch v13+) are left out:
 // this broker addresses topics by name.
 var Versions = wire.NewVersions(
-	wire.Range{Key: 0, Min: 3, Max: 12},  // Produce
-	wire.Range{Key: 1, Min: 4, Max: 12},  // Fetch
-	wire.Range{Key: 2, Min: 1, Max: 8},   // ListOffsets
-	wire.Range{Key: 3, Min: 1, Max: 12},  // Metadata
-	wire.Range{Key: 6, Min: 7, Max: 7},   // UpdateMetadata (controller)
-	wire.Range{Key: 8, Min: 2, Max: 9},   // OffsetCommit
-	wire.Range{Key: 9, Min: 1, Max: 9},   // OffsetFetch
-	wire.Range{Key: 10, Min: 0, Max: 4},  // FindCoordinator
-	wire.Range{Key: 18, Min: 0, Max: 3},  // ApiVersions
-	wire.Range{Key: 19, Min: 0, Max: 7},  // CreateTopics
-	wire.Range{Key: 22, Min: 0, Max: 4},  // InitProducerId
-	wire.Range{Key: 23, Min: 0, Max: 4},  // OffsetForLeaderEpoch
+	wire.Range{Key: 0, Min: 3, Max: 12}, // Produce
+	wire.Range{Key: 1, Min: 4, Max: 12}, // Fetch
+	wire.Range{Key: 2, Min: 1, Max: 8},  // ListOffsets
+	wire.Range{Key: 3, Min: 1, Max: 12}, // Metadata
+	wire.Range{Key: 6, Min: 7, Max: 7},  // UpdateMetadata (controller)
+	wire.Range{Key: 8, Min: 2, Max: 9},  // OffsetCommit
+	wire.Range{Key: 9, Min: 1, Max: 9},  // OffsetFetch
+	wire.Range{Key: 10, Min: 0, Max: 4}, // FindCoordinator
+	wire.Range{Key: 18, Min: 0, Max: 3}, // ApiVersions
+	wire.Range{Key: 19, Min: 0, Max: 7}, // CreateTopics
+	wire.Range{Key: 22, Min: 0, Max: 4}, // InitProducerId
+	wire.Range{Key: 23, Min: 0, Max: 4}, // OffsetForLeaderEpoch
 )

@@ -86,7 +86,7 @@ func Default() Cluster {
 		TransactionTopicPartitions:        4, // Kafka: 50
 		TransactionTopicReplicationFactor: 3,
 		TransactionTimeoutMax:             15 * time.Minute,
-		GroupInitialRebalanceDelay:        0, // Kafka: 3 s
+		GroupInitialRebalanceDelay:        0,               // Kafka: 3 s
 		GroupSessionTimeoutMin:            time.Second,     // Kafka: 6 s
 		GroupSessionTimeoutMax:            5 * time.Minute, // Kafka: 30 min
 	}
