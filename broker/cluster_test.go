@@ -87,13 +87,26 @@ func (c *cluster) createTopic(name string, partitions int32, rf int16) {
 	require.NoError(c.t, c.w.RunFor(time.Second))
 }
 
+// leaderOf returns the broker the controller made leader of tp, once that
+// broker has taken over, or -1. (A deposed leader cut off from the
+// controller may still think it leads: it does not count.)
 func (c *cluster) leaderOf(tp metadata.TopicPartition) int {
-	for i := range c.brokers {
-		if b := c.broker(i); b != nil && b.Leads(tp) {
-			return i
-		}
+	ctl, ok := c.w.Node("controller").Process().(*controller.Controller)
+	if !ok {
+		return -1
 	}
-	return -1
+	ps, ok := ctl.Image().Partition(tp)
+	if !ok || ps.Leader < 0 {
+		return -1
+	}
+	b := c.broker(int(ps.Leader))
+	if b == nil || !b.Leads(tp) {
+		return -1
+	}
+	if s, _ := b.Partition(tp); s.LeaderEpoch != ps.LeaderEpoch {
+		return -1
+	}
+	return int(ps.Leader)
 }
 
 func (c *cluster) produce(broker int, tp metadata.TopicPartition, acks int16, values ...string) *kmsg.ProduceResponseTopicPartition {

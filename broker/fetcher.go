@@ -212,6 +212,7 @@ func (f *fetcher) sendFetch(states []*fetchState) {
 	f.inflight = true
 	client.Do(req, f.requestTimeout(), func(resp kmsg.Response, err error) {
 		f.inflight = false
+		defer b.checkInvariants()
 		if err != nil {
 			for _, s := range states {
 				f.backoff(s)

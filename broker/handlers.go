@@ -13,6 +13,7 @@ import (
 // serve dispatches one request. Requests on one connection are served one
 // at a time, in order, as Kafka does.
 func (b *Broker) serve(r *rpc.Request) {
+	defer b.checkInvariants()
 	switch req := r.Body.(type) {
 	case *kmsg.ProduceRequest:
 		b.handleProduce(r, req)
@@ -39,6 +40,14 @@ func (b *Broker) serve(r *rpc.Request) {
 	default:
 		b.e.Log("unhandled-request", "api", r.Header.Name())
 		r.CloseConn()
+	}
+}
+
+// checkInvariants asserts every replica's invariants; it runs after every
+// request and every replication step.
+func (b *Broker) checkInvariants() {
+	for _, tp := range sortedKeys(b.partitions) {
+		b.partitions[tp].checkInvariants()
 	}
 }
 

@@ -38,6 +38,11 @@ type partition struct {
 
 	// Follower only: whether the fetcher must truncate before fetching.
 	truncatePending bool
+
+	// hwFloor is the leader's high watermark so far in its epoch: it must
+	// never move back within one.
+	hwFloor      int64
+	hwFloorEpoch int32
 }
 
 // follower is the leader's view of one follower replica.
@@ -234,6 +239,32 @@ func (p *partition) failWaiters() { p.wakeWaiters() }
 
 // lastStableOffset is the LSO for read_committed consumers.
 func (p *partition) lastStableOffset() int64 { return p.log.LastStableOffset(p.hw) }
+
+// checkInvariants panics, naming the invariant, if this replica is in an
+// impossible state. The broker calls it after every step.
+func (p *partition) checkInvariants() {
+	if p.log == nil {
+		return
+	}
+	leo := p.log.LogEndOffset()
+	assertf(p.hw <= leo, "high watermark %d past log end %d of %v", p.hw, leo, p.tp)
+	assertf(p.hw >= p.log.LogStartOffset(), "high watermark %d below log start %d of %v", p.hw, p.log.LogStartOffset(), p.tp)
+	if p.role != roleLeader {
+		return
+	}
+	assertf(p.state.Leader == p.b.opts.ID, "%v: acting as leader while the controller named %d", p.tp, p.state.Leader)
+	assertf(len(p.state.ISR) > 0, "%v: ISR is empty", p.tp)
+	assertf(p.state.InISR(p.b.opts.ID), "%v: leader %d not in its ISR %v", p.tp, p.b.opts.ID, p.state.ISR)
+	if p.hwFloorEpoch == p.state.LeaderEpoch {
+		assertf(p.hw >= p.hwFloor, "%v: leader high watermark moved back from %d to %d within epoch %d", p.tp, p.hwFloor, p.hw, p.state.LeaderEpoch)
+	}
+	p.hwFloor, p.hwFloorEpoch = p.hw, p.state.LeaderEpoch
+	entries := p.log.EpochEntries()
+	for i := 1; i < len(entries); i++ {
+		assertf(entries[i].Epoch > entries[i-1].Epoch && entries[i].StartOffset >= entries[i-1].StartOffset,
+			"%v: epoch cache not monotonic: %v then %v", p.tp, entries[i-1], entries[i])
+	}
+}
 
 func assertf(cond bool, format string, args ...any) {
 	if !cond {

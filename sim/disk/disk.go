@@ -66,10 +66,13 @@ func (d *Disk) create(name string) *file {
 }
 
 func (d *Disk) readFault(name string) bool {
-	for prefix, n := range d.readFailures {
-		if n > 0 && strings.HasPrefix(name, prefix) {
-			// Several prefixes may match; charge the one we found. Iteration
-			// order does not matter: whichever matches, the read fails.
+	prefixes := make([]string, 0, len(d.readFailures))
+	for prefix := range d.readFailures {
+		prefixes = append(prefixes, prefix)
+	}
+	sort.Strings(prefixes) // which armed fault is charged must not depend on map order
+	for _, prefix := range prefixes {
+		if n := d.readFailures[prefix]; n > 0 && strings.HasPrefix(name, prefix) {
 			d.readFailures[prefix] = n - 1
 			return true
 		}
