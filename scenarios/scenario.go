@@ -1,0 +1,302 @@
+package scenarios
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/kafkasim/kafkasim/checkers"
+	"github.com/kafkasim/kafkasim/faults"
+)
+
+// Scenario is one row of the guarantee matrix: a cluster, client settings
+// under Kafka's own names, a workload, a fault class and the guarantee it
+// claims. Every knob is spelled out after Normalize; nothing is implied.
+type Scenario struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description,omitempty"`
+	Cluster     Cluster  `json:"cluster"`
+	Producer    Producer `json:"producer"`
+	Consumer    Consumer `json:"consumer"`
+	Workload    Workload `json:"workload"`
+	// Faults is the fault class the run suffers: "none", "crash",
+	// "network", "power", "correlated-power", "disk", "clock", "all" or a
+	// comma-separated union.
+	Faults string `json:"faults"`
+	// Expect is the guarantee the configuration claims.
+	Expect checkers.Guarantee `json:"expect"`
+	// Refutes, for a weak twin, is the guarantee its sibling claims and
+	// this configuration must be caught breaking. A run's verdict is about
+	// Refutes when it is set, else about Expect.
+	Refutes checkers.Guarantee `json:"refutes,omitempty"`
+}
+
+// Cluster is the broker side.
+type Cluster struct {
+	Brokers                          int    `json:"brokers"`
+	ReplicationFactor                int    `json:"replication.factor"`
+	MinInsyncReplicas                int    `json:"min.insync.replicas"`
+	UncleanLeaderElectionEnable      bool   `json:"unclean.leader.election.enable"`
+	LogFlushIntervalMessages         *int64 `json:"log.flush.interval.messages"`
+	KIP101LeaderEpochTruncation      bool   `json:"kip101.leader.epoch.truncation"`
+	KIP320FetchEpochValidation       bool   `json:"kip320.fetch.epoch.validation"`
+	TransactionPartitionVerification bool   `json:"transaction.partition.verification.enable"`
+	KIP890EpochBumpPerTransaction    bool   `json:"kip890.epoch.bump.per.transaction"`
+	Partitions                       int    `json:"partitions"`
+}
+
+// Producer is the producer clients' configuration.
+type Producer struct {
+	Acks                             string  `json:"acks"` // "0", "1" or "all"
+	EnableIdempotence                bool    `json:"enable.idempotence"`
+	Retries                          int     `json:"retries"`
+	MaxInFlightRequestsPerConnection int     `json:"max.in.flight.requests.per.connection"`
+	TransactionalID                  *string `json:"transactional.id"`
+	DeliveryTimeoutMs                int     `json:"delivery.timeout.ms"`
+	RequestTimeoutMs                 int     `json:"request.timeout.ms"`
+	LingerMs                         int     `json:"linger.ms"`
+}
+
+// Consumer is the consumer clients' configuration.
+type Consumer struct {
+	IsolationLevel       string `json:"isolation.level"` // read_uncommitted | read_committed
+	EnableAutoCommit     bool   `json:"enable.auto.commit"`
+	AutoCommitIntervalMs int    `json:"auto.commit.interval.ms"`
+	AutoOffsetReset      string `json:"auto.offset.reset"`
+}
+
+// Workload is what the clients do.
+type Workload struct {
+	// Kind is produce-only, consume-process-sink or
+	// consume-transform-produce.
+	Kind string `json:"kind"`
+	// Commit is the consumer's pattern: commit-before-process,
+	// process-then-commit, atomic-with-output or transactional.
+	Commit    string `json:"commit,omitempty"`
+	Messages  int    `json:"messages"`
+	Producers int    `json:"producers"`
+	Consumers int    `json:"consumers"`
+	// DurationMs is the workload's time budget before heal and drain.
+	DurationMs int `json:"duration.ms"`
+	// KeyOrder: the configuration promises per-key order; check it.
+	KeyOrder bool `json:"key.order"`
+}
+
+// Workload kinds and commit patterns.
+const (
+	ProduceOnly             = "produce-only"
+	ConsumeProcessSink      = "consume-process-sink"
+	ConsumeTransformProduce = "consume-transform-produce"
+
+	CommitBeforeProcess = "commit-before-process"
+	ProcessThenCommit   = "process-then-commit"
+	AtomicWithOutput    = "atomic-with-output"
+	Transactional       = "transactional"
+)
+
+// Checked is the guarantee a run is judged against.
+func (s Scenario) Checked() checkers.Guarantee {
+	if s.Refutes != "" {
+		return s.Refutes
+	}
+	return s.Expect
+}
+
+// Twin reports whether s is a weak twin, run to be caught violating.
+func (s Scenario) Twin() bool { return s.Refutes != "" }
+
+// FaultClass parses Faults.
+func (s Scenario) FaultClass() (faults.Class, error) { return faults.ParseClass(s.Faults) }
+
+// Defaults are the values a scenario file's missing keys take: Kafka's
+// defaults where Kafka has one, small numbers where a simulation needs them.
+func Defaults() Scenario {
+	return Scenario{
+		Cluster: Cluster{
+			Brokers: 3, ReplicationFactor: 3, MinInsyncReplicas: 2, Partitions: 1,
+			KIP101LeaderEpochTruncation: true, KIP320FetchEpochValidation: true,
+			TransactionPartitionVerification: true, KIP890EpochBumpPerTransaction: true,
+		},
+		Producer: Producer{
+			Acks: "all", EnableIdempotence: true, Retries: 2147483647,
+			MaxInFlightRequestsPerConnection: 5, DeliveryTimeoutMs: 30000, RequestTimeoutMs: 10000,
+		},
+		Consumer: Consumer{IsolationLevel: "read_committed", AutoCommitIntervalMs: 1000, AutoOffsetReset: "earliest"},
+		Workload: Workload{Messages: 200, Producers: 1, Consumers: 1, DurationMs: 30000},
+		Faults:   "none",
+	}
+}
+
+// Parse reads a scenario file: JSON with Kafka's configuration names. Every
+// key is optional except workload (with its kind) and expect; unknown keys,
+// wrong types and impossible combinations are errors naming them.
+func Parse(data []byte) (Scenario, error) {
+	s := Defaults()
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return Scenario{}, fmt.Errorf("scenario file: %w", jsonError(err))
+	}
+	for _, need := range []string{"workload", "expect"} {
+		if _, ok := raw[need]; !ok {
+			return Scenario{}, fmt.Errorf("scenario file: missing %q", need)
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return Scenario{}, fmt.Errorf("scenario %q: %w", nameOf(raw), jsonError(err))
+	}
+	if s.Name == "" {
+		s.Name = "custom"
+	}
+	return s, s.Validate()
+}
+
+// Load reads a scenario file from disk.
+func Load(path string) (Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Scenario{}, err
+	}
+	return Parse(data)
+}
+
+func nameOf(raw map[string]json.RawMessage) string {
+	var n string
+	_ = json.Unmarshal(raw["name"], &n)
+	if n == "" {
+		return "custom"
+	}
+	return n
+}
+
+// jsonError rewrites encoding/json's errors into one line naming the key.
+func jsonError(err error) error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		return fmt.Errorf("%q must be %s, not %s", te.Field, te.Type, te.Value)
+	case errors.As(err, &se):
+		return fmt.Errorf("malformed JSON at byte %d: %v", se.Offset, err)
+	case errors.Is(err, io.EOF):
+		return errors.New("empty file")
+	}
+	msg := err.Error()
+	if k, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return fmt.Errorf("unknown key %s", k)
+	}
+	return err
+}
+
+// Validate refuses impossible configurations with one line that names the
+// scenario and what is wrong.
+func (s Scenario) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("scenario %q: "+format, append([]any{s.Name}, args...)...)
+	}
+	c, p, w := s.Cluster, s.Producer, s.Workload
+	switch {
+	case c.Brokers < 1 || c.Brokers > 9:
+		return bad("brokers %d outside [1, 9]", c.Brokers)
+	case c.ReplicationFactor < 1 || c.ReplicationFactor > c.Brokers:
+		return bad("replication.factor %d outside [1, brokers %d]", c.ReplicationFactor, c.Brokers)
+	case c.MinInsyncReplicas < 1 || c.MinInsyncReplicas > c.ReplicationFactor:
+		return bad("min.insync.replicas %d > replication.factor %d", c.MinInsyncReplicas, c.ReplicationFactor)
+	case c.LogFlushIntervalMessages != nil && *c.LogFlushIntervalMessages < 1:
+		return bad("log.flush.interval.messages %d < 1 (null means never)", *c.LogFlushIntervalMessages)
+	case c.Partitions < 1 || c.Partitions > 64:
+		return bad("partitions %d outside [1, 64]", c.Partitions)
+	case p.Acks != "0" && p.Acks != "1" && p.Acks != "all" && p.Acks != "-1":
+		return bad("acks %q: want 0, 1 or all", p.Acks)
+	case p.EnableIdempotence && p.Acks != "all" && p.Acks != "-1":
+		return bad("enable.idempotence requires acks=all, not acks=%s", p.Acks)
+	case p.EnableIdempotence && p.MaxInFlightRequestsPerConnection > 5:
+		return bad("enable.idempotence requires max.in.flight.requests.per.connection <= 5, not %d", p.MaxInFlightRequestsPerConnection)
+	case p.TransactionalID != nil && !p.EnableIdempotence:
+		return bad("transactional.id requires enable.idempotence")
+	case p.Retries < 0:
+		return bad("retries %d < 0", p.Retries)
+	case p.MaxInFlightRequestsPerConnection < 1:
+		return bad("max.in.flight.requests.per.connection %d < 1", p.MaxInFlightRequestsPerConnection)
+	case p.RequestTimeoutMs < 1 || p.DeliveryTimeoutMs < p.RequestTimeoutMs+p.LingerMs:
+		return bad("delivery.timeout.ms %d must be at least request.timeout.ms %d + linger.ms %d", p.DeliveryTimeoutMs, p.RequestTimeoutMs, p.LingerMs)
+	case s.Consumer.IsolationLevel != "read_committed" && s.Consumer.IsolationLevel != "read_uncommitted":
+		return bad("isolation.level %q: want read_committed or read_uncommitted", s.Consumer.IsolationLevel)
+	case s.Consumer.AutoOffsetReset != "earliest" && s.Consumer.AutoOffsetReset != "latest":
+		return bad("auto.offset.reset %q: want earliest or latest", s.Consumer.AutoOffsetReset)
+	case w.Messages < 1 || w.Messages > 1_000_000:
+		return bad("workload.messages %d outside [1, 1000000]", w.Messages)
+	case w.Producers < 1 || w.Producers > 64:
+		return bad("workload.producers %d outside [1, 64]", w.Producers)
+	case w.DurationMs < 1000:
+		return bad("workload.duration.ms %d < 1000", w.DurationMs)
+	}
+	switch w.Kind {
+	case ProduceOnly:
+		if w.Commit != "" {
+			return bad("workload.commit %q makes no sense for produce-only", w.Commit)
+		}
+	case ConsumeProcessSink:
+		switch w.Commit {
+		case CommitBeforeProcess, ProcessThenCommit, AtomicWithOutput:
+		case Transactional:
+			return bad("commit transactional needs workload kind consume-transform-produce")
+		default:
+			return bad("workload.commit %q: want commit-before-process, process-then-commit or atomic-with-output", w.Commit)
+		}
+		if w.Consumers < 1 || w.Consumers > c.Partitions {
+			return bad("workload.consumers %d outside [1, partitions %d]", w.Consumers, c.Partitions)
+		}
+		if s.Consumer.EnableAutoCommit && w.Commit != CommitBeforeProcess {
+			return bad("enable.auto.commit commits before processing: use commit commit-before-process")
+		}
+	case ConsumeTransformProduce:
+		if w.Commit != Transactional {
+			return bad("consume-transform-produce needs commit transactional, not %q", w.Commit)
+		}
+		if p.TransactionalID == nil {
+			return bad("consume-transform-produce needs a transactional.id")
+		}
+	case "":
+		return bad("workload.kind is missing")
+	default:
+		return bad("workload.kind %q: want produce-only, consume-process-sink or consume-transform-produce", w.Kind)
+	}
+	if _, err := s.FaultClass(); err != nil {
+		return bad("faults: %v", err)
+	}
+	if _, err := checkers.ParseGuarantee(string(s.Expect)); err != nil {
+		return bad("expect: %v", err)
+	}
+	if s.Refutes != "" {
+		if _, err := checkers.ParseGuarantee(string(s.Refutes)); err != nil || s.Refutes == checkers.None {
+			return bad("refutes %q: want a guarantee to be caught breaking", s.Refutes)
+		}
+	}
+	return nil
+}
+
+// AcksValue is acks as the wire has it.
+func (p Producer) AcksValue() int16 {
+	switch p.Acks {
+	case "0":
+		return 0
+	case "1":
+		return 1
+	}
+	return -1
+}
+
+// JSON renders the scenario as a file a user can edit and pass to --config.
+func (s Scenario) JSON() []byte {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		panic(err)
+	}
+	return append(b, '\n')
+}
