@@ -1,0 +1,116 @@
+package faults_test
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/faults"
+	"github.com/kafkasim/kafkasim/sim"
+)
+
+func ExampleParseSchedule() {
+	s, err := faults.ParseSchedule(`
+# the leader crashes while its followers are cut off from each other
++2s crash leader of orders/0 as $1
++2s cut b2 <-> b3
++7s heal
++8s start $1
+`)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_ = s.Save(os.Stdout)
+	// Output:
+	// [
+	//   {"at":"2s","kind":"crash","target":"leader of orders/0","tag":"1"},
+	//   {"at":"2s","kind":"cut","target":"b2","peer":"b3"},
+	//   {"at":"7s","kind":"heal"},
+	//   {"at":"8s","kind":"start","target":"$1"}
+	// ]
+}
+
+func ExampleGenerate() {
+	o := faults.Options{
+		Duration:   30 * time.Second,
+		Brokers:    []string{"b1", "b2", "b3"},
+		Controller: "controller",
+		Clients:    []string{"producer"},
+		Partitions: []faults.TopicPartition{{Topic: "orders", Partition: 0}},
+	}
+	class := faults.MustParseClass("crash,network")
+	s := faults.Generate(env.NewRand(1).Fork("faults"), class, o)
+	fmt.Print(s)
+	fmt.Println(class.Check(s, o))
+	// Output:
+	// +200ms clog a random broker for 1s
+	// +4.9s partition [b3]
+	// +9.6s reset leader of orders/0
+	// +15s reset leader of orders/0
+	// +17.4s clog a follower of orders/0 for 700ms
+	// +21.3s heal
+	// +23.3s partition [b1, producer] [b2, b3, controller]
+	// +25.4s reset the controller
+	// +29.9s heal
+	// <nil>
+}
+
+func ExampleInstall() {
+	w := sim.New(sim.Options{Seed: 1})
+	for _, name := range []string{"b1", "b2", "b3"} {
+		w.AddNode(name, func() env.Process { return &probe{} }).Start()
+	}
+	leader := "b2"
+	res := faults.ResolverFunc(func(t faults.Target, r *env.Rand) (string, bool) {
+		if t.Role == faults.RoleLeader {
+			return leader, true
+		}
+		return "", false
+	})
+	s, _ := faults.ParseSchedule("+1s crash leader of orders/0 as $1\n+1s isolate b3\n+5s heal\n+6s start $1")
+	in, _ := faults.Install(w, s, res, w.Now())
+	_ = w.RunFor(3 * time.Second)
+	fmt.Println("b2 running:", w.Node("b2").Running(), "b3 reaches b1:", w.Reachable("b3", "b1"))
+	_ = w.RunFor(5 * time.Second)
+	for _, f := range in.Fired() {
+		fmt.Println(f)
+	}
+	faults.HealAll(w, []string{"b1", "b2", "b3"})
+	// Output:
+	// b2 running: false b3 reaches b1: false
+	// +1s crash leader of orders/0 as $1 → b2
+	// +1s isolate b3 → b3
+	// +5s heal
+	// +6s start $1 → b2
+}
+
+func ExampleShrink() {
+	s, _ := faults.ParseSchedule(`
++1s crash b1
++2s pause b2
++3s partition [b3]
++4s start b1
++5s resume b2
++6s heal
++7s clog b1 <-> b2 for 1s`)
+	// The bug: a partitioned b3 and a paused b2 together, with at least 40
+	// messages.
+	fails := func(s faults.Schedule, messages int) bool {
+		paused, cut := false, false
+		for _, a := range s {
+			paused = paused || a.Kind == faults.KindPause
+			cut = cut || a.Kind == faults.KindPartition
+		}
+		return paused && cut && messages >= 40
+	}
+	min, messages := faults.Shrink(s, 1000, fails, faults.ShrinkOptions{SizeMin: 1})
+	fmt.Printf("%d messages under\n%s", messages, min)
+	// Output:
+	// 40 messages under
+	// +2s pause b2
+	// +3s partition [b3]
+	// +5s resume b2
+	// +6s heal
+}

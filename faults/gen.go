@@ -1,0 +1,45 @@
+package faults
+
+import (
+	"pgregory.net/rapid"
+)
+
+type rapidChooser struct{ t *rapid.T }
+
+func (c rapidChooser) intn(n int) int { return rapid.IntRange(0, n-1).Draw(c.t, "choice") }
+
+// Gen is a rapid generator of schedules of class c for the run o. A
+// schedule is drawn as data — a list of faults, each a few small choices
+// (which fault, when, how long, which role) — and then fitted to the
+// class's promises exactly as Generate's are, so a failing property
+// shrinks toward fewer faults, earlier and shorter, aimed at the first
+// role: CHECKING.md found that drawing choices, not a seed, is what lets
+// rapid shrink a simulation to one leader crash.
+func Gen(c Class, o Options) *rapid.Generator[Schedule] {
+	o = o.withDefaults()
+	if len(newGenerator(c, o, func(n int) []string { return o.Brokers[:n] }).feats) == 0 {
+		return rapid.Just(Schedule{}) // class none, or nothing in the run to hit
+	}
+	return rapid.Custom(func(t *rapid.T) Schedule {
+		ch := rapidChooser{t}
+		g := newGenerator(c, o, func(n int) []string {
+			// A window of the brokers: shrinks toward the first ones.
+			first := ch.intn(len(o.Brokers))
+			var out []string
+			for i := range 1 + ch.intn(n) {
+				out = append(out, o.Brokers[(first+i)%len(o.Brokers)])
+			}
+			return out
+		})
+		lastTick := int(o.Duration / tick)
+		eps := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) episode {
+			ch := rapidChooser{t}
+			f := g.feats[ch.intn(len(g.feats))]
+			at := ticks(ch, 0, lastTick)
+			e := f.draw(g, ch)
+			e.at = at
+			return e
+		}), 0, o.EpisodesMax).Draw(t, "faults")
+		return g.assemble(eps)
+	})
+}

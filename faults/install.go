@@ -1,0 +1,275 @@
+package faults
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/sim"
+)
+
+// Fired is one action as it happened: when, what, and the nodes its targets
+// resolved to. The runner turns these into the history's fault annotations.
+type Fired struct {
+	At     env.Time // world time it fired
+	Action Action
+	Node   string     // what Target resolved to ("" if the action has none)
+	Peer   string     // what Peer resolved to
+	Groups [][]string // what a partition's groups resolved to
+	// Skipped says why the action did nothing ("" when it was applied): a
+	// role no node played, a tag whose action was skipped, a link from a
+	// node to itself, a corruption that found no file.
+	Skipped string
+}
+
+// String prints the action and where it landed:
+// "+12.5s crash leader of orders/0 → n2".
+func (f Fired) String() string {
+	s := f.Action.String()
+	switch {
+	case f.Skipped != "":
+		return s + " → skipped: " + f.Skipped
+	case f.Groups != nil:
+		gs := make([]string, len(f.Groups))
+		for i, g := range f.Groups {
+			gs[i] = "[" + strings.Join(g, " ") + "]"
+		}
+		return s + " → " + strings.Join(gs, " ")
+	case f.Peer != "":
+		return s + " → " + f.Node + " " + f.Peer
+	case f.Node != "":
+		return s + " → " + f.Node
+	}
+	return s
+}
+
+// Installation is a schedule installed on a world: it records what fired
+// and remembers the clock faults it applied, so HealAll can undo them.
+type Installation struct {
+	w       *sim.World
+	res     Resolver
+	rand    *env.Rand
+	tags    map[string]string
+	fired   []Fired
+	skew    map[string]time.Duration
+	drifted map[string]bool
+	onFire  func(Fired)
+}
+
+// Install schedules every action of s on w at start+At (actions whose time
+// has passed fire at once). Roles are resolved by res when each action
+// fires, with randomness from the world's "faults/resolve" stream; every action,
+// applied or skipped, writes a trace note and is recorded in Fired. A
+// schedule that fails Validate or names a node the world lacks is an error,
+// and nothing is scheduled.
+func Install(w *sim.World, s Schedule, res Resolver, start env.Time) (*Installation, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	for _, a := range s {
+		for _, t := range a.targets() {
+			if t.Role == RoleNode && w.Node(t.Name) == nil {
+				return nil, fmt.Errorf("faults: %q names node %s, which the world does not have", a.String(), t.Name)
+			}
+			if t.IsRole() && res == nil {
+				return nil, fmt.Errorf("faults: %q needs a Resolver for %q", a.String(), t.String())
+			}
+		}
+	}
+	in := &Installation{
+		w: w, res: res, rand: w.Rand("faults/resolve"),
+		tags: map[string]string{}, skew: map[string]time.Duration{}, drifted: map[string]bool{},
+	}
+	for _, a := range s.Sorted() {
+		w.At(start.Add(a.At), func() { in.fire(a) })
+	}
+	return in, nil
+}
+
+// OnFire calls f with each action as it fires, after it is recorded.
+func (in *Installation) OnFire(f func(Fired)) { in.onFire = f }
+
+// Fired lists the actions that have fired so far, in order.
+func (in *Installation) Fired() []Fired { return slices.Clone(in.fired) }
+
+// resolve finds the node t names now.
+func (in *Installation) resolve(t Target) (string, string) {
+	switch t.Role {
+	case RoleNode:
+		return t.Name, ""
+	case RoleTag:
+		n, ok := in.tags[t.Name]
+		if !ok {
+			return "", fmt.Sprintf("$%s was not applied", t.Name)
+		}
+		return n, ""
+	}
+	n, ok := in.res.Resolve(t, in.rand)
+	if !ok {
+		return "", "no node is " + t.String()
+	}
+	if in.w.Node(n) == nil {
+		return "", fmt.Sprintf("%s resolved to unknown node %q", t.String(), n)
+	}
+	return n, ""
+}
+
+func (in *Installation) fire(a Action) {
+	f := Fired{At: in.w.Now(), Action: a}
+	f.Skipped = in.apply(a, &f)
+	if f.Skipped == "" && a.Tag != "" {
+		in.tags[a.Tag] = f.Node
+	}
+	in.w.Trace().Note("faults: " + f.String())
+	in.fired = append(in.fired, f)
+	if in.onFire != nil {
+		in.onFire(f)
+	}
+}
+
+// apply resolves a's targets into f and acts; it returns why it did not.
+func (in *Installation) apply(a Action, f *Fired) string {
+	w := in.w
+	var why string
+	if !a.Target.IsZero() {
+		if f.Node, why = in.resolve(a.Target); why != "" {
+			return why
+		}
+	}
+	if !a.Peer.IsZero() {
+		if f.Peer, why = in.resolve(a.Peer); why != "" {
+			return why
+		}
+		if f.Peer == f.Node {
+			return fmt.Sprintf("both ends are %s", f.Node)
+		}
+	}
+	if a.Kind == KindPartition {
+		f.Groups = make([][]string, len(a.Groups))
+		seen := map[string]bool{}
+		for i, g := range a.Groups {
+			for _, t := range g {
+				n, why := in.resolve(t)
+				if why != "" {
+					f.Groups = nil
+					return why
+				}
+				if seen[n] {
+					f.Groups = nil
+					return fmt.Sprintf("%s is in two groups", n)
+				}
+				seen[n] = true
+				f.Groups[i] = append(f.Groups[i], n)
+			}
+		}
+	}
+	n := w.Node(f.Node) // nil for kinds without a target
+	switch a.Kind {
+	case KindCrash:
+		n.Crash()
+	case KindPowerLoss:
+		n.PowerLoss(a.Torn)
+	case KindStart:
+		n.Start()
+	case KindRestart:
+		n.Restart()
+	case KindPause:
+		n.Pause()
+	case KindResume:
+		n.Resume()
+	case KindPartition:
+		w.Partition(f.Groups...)
+	case KindIsolate:
+		w.Isolate(f.Node)
+	case KindCut:
+		w.Cut(f.Node, f.Peer)
+	case KindCutOneWay:
+		w.CutOneWay(f.Node, f.Peer)
+	case KindHeal:
+		w.Heal()
+	case KindClog:
+		if f.Peer == "" {
+			w.ClogNode(f.Node, a.For)
+		} else {
+			w.Clog(f.Node, f.Peer, a.For)
+		}
+	case KindReset:
+		if f.Peer == "" {
+			w.ResetNode(f.Node)
+		} else {
+			w.ResetLink(f.Node, f.Peer)
+		}
+	case KindDelayFrame:
+		match, _ := FrameMatcher(a.Frame) // validated at Install
+		w.DelayFrame(f.Node, f.Peer, match, a.By, a.Count)
+	case KindSkew:
+		n.SkewClock(a.By)
+		in.skew[f.Node] += a.By
+	case KindDrift:
+		n.DriftClock(a.PPM)
+		in.drifted[f.Node] = a.PPM != 0
+	case KindFailSync:
+		n.FailSyncs(a.Count)
+	case KindFailRead:
+		n.FailReads(a.Prefix, a.Count)
+	case KindCorrupt:
+		if !n.CorruptByte(a.Prefix) {
+			return fmt.Sprintf("no file under %q on %s", a.Prefix, f.Node)
+		}
+	default:
+		panic(fmt.Sprintf("faults: unhandled kind %v", a.Kind))
+	}
+	return ""
+}
+
+// HealAll lifts every fault this installation left behind: what HealAll
+// (the function) does, plus stepping skewed clocks back by what the
+// schedule skewed them and stopping drift on the nodes it drifted.
+func (in *Installation) HealAll(nodes []string) {
+	HealAll(in.w, nodes)
+	for _, name := range sortedKeys(in.skew) {
+		if d := in.skew[name]; d != 0 {
+			in.w.Node(name).SkewClock(-d)
+			in.skew[name] = 0
+		}
+	}
+	for _, name := range sortedKeys(in.drifted) {
+		if in.drifted[name] {
+			in.w.Node(name).DriftClock(0)
+			in.drifted[name] = false
+		}
+	}
+}
+
+// HealAll returns the world to health for the drain phase: every cut is
+// lifted, and each named node is resumed if paused and started if down
+// (crashed, halted, powered off or never started), in the order given.
+// Clogs end by themselves when their time is up. Clock skew cannot be read
+// back from a world, so undoing it takes the Installation's HealAll.
+func HealAll(w *sim.World, nodes []string) {
+	w.Trace().Note("faults: heal all")
+	w.Heal()
+	for _, name := range nodes {
+		n := w.Node(name)
+		if n == nil {
+			panic(fmt.Sprintf("faults: HealAll: no node named %q", name))
+		}
+		if n.Paused() {
+			n.Resume()
+		}
+		if !n.Running() {
+			n.Start()
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
