@@ -572,7 +572,7 @@ func (a *Action) UnmarshalJSON(b []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&j); err != nil {
-		return fmt.Errorf("faults: action %s: %w", bytes.TrimSpace(b), err)
+		return fmt.Errorf("faults: action %s: %s", bytes.TrimSpace(b), bare(err))
 	}
 	v := Action{Kind: j.Kind, Target: j.Target, Peer: j.Peer, Groups: j.Groups, Torn: j.Torn,
 		PPM: j.PPM, Count: j.Count, Prefix: j.Prefix, Frame: j.Frame, Tag: j.Tag}

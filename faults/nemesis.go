@@ -139,6 +139,7 @@ type generator struct {
 	pausable    []Target
 	clockable   []Target
 	reachable   []Target // network targets
+	linkable    []Target // ends of a link: the network targets and every named node
 	frames      []frameRoute
 	named       []string // every named node, for partitions
 }
@@ -185,6 +186,10 @@ func newGenerator(c Class, o Options, faulty func(n int) []string) *generator {
 	g.clockable = slices.Concat(g.brokerRoles, controller, client, sink)
 	g.reachable = g.crashable
 	g.named = slices.Concat(o.Brokers, nonEmpty(o.Controller), o.Clients, nonEmpty(o.Sink))
+	g.linkable = slices.Clone(g.reachable)
+	for _, n := range g.named {
+		g.linkable = append(g.linkable, Node(n))
+	}
 
 	for _, tp := range o.Partitions {
 		leader := Leader(tp.Topic, tp.Partition)
@@ -255,6 +260,21 @@ func (g *generator) can(name string) bool {
 
 func pick[T any](c chooser, xs []T) T { return xs[c.intn(len(xs))] }
 
+// pickLink draws the two ends of a link, never the same entry twice.
+func pickLink(c chooser, xs []Target) (Target, Target) {
+	i := c.intn(len(xs))
+	j := c.intn(len(xs) - 1)
+	if j >= i {
+		j++
+	}
+	return xs[i], xs[j]
+}
+
+func link(kind Kind, c chooser, xs []Target) Action {
+	a, b := pickLink(c, xs)
+	return Action{Kind: kind, Target: a, Peer: b}
+}
+
 func one(a Action, length time.Duration, undo Kind, l lane) episode {
 	return episode{acts: []Action{a}, length: length, undo: undo, lane: l}
 }
@@ -274,19 +294,21 @@ var features = []feature{
 		return one(Action{Kind: KindIsolate, Target: pick(c, g.reachable)}, ticks(c, 10, 200), KindHeal, laneCut)
 	}},
 	{"cut", ClassNetwork, func(g *generator, c chooser) episode {
-		return one(Action{Kind: KindCut, Target: pick(c, g.reachable), Peer: pick(c, g.reachable)}, ticks(c, 10, 200), KindHeal, laneCut)
+		return one(link(KindCut, c, g.linkable), ticks(c, 10, 200), KindHeal, laneCut)
 	}},
 	{"cut-one-way", ClassNetwork, func(g *generator, c chooser) episode {
-		return one(Action{Kind: KindCutOneWay, Target: pick(c, g.reachable), Peer: pick(c, g.reachable)}, ticks(c, 10, 200), KindHeal, laneCut)
+		return one(link(KindCutOneWay, c, g.linkable), ticks(c, 10, 200), KindHeal, laneCut)
 	}},
 	{"clog", ClassNetwork, func(g *generator, c chooser) episode {
-		return one(Action{Kind: KindClog, Target: pick(c, g.reachable), Peer: pick(c, g.reachable), For: ticks(c, 1, 50)}, 0, 0, laneFree)
+		a := link(KindClog, c, g.linkable)
+		a.For = ticks(c, 1, 50)
+		return one(a, 0, 0, laneFree)
 	}},
 	{"clog-node", ClassNetwork, func(g *generator, c chooser) episode {
 		return one(Action{Kind: KindClog, Target: pick(c, g.reachable), For: ticks(c, 1, 50)}, 0, 0, laneFree)
 	}},
 	{"reset", ClassNetwork, func(g *generator, c chooser) episode {
-		return one(Action{Kind: KindReset, Target: pick(c, g.reachable), Peer: pick(c, g.reachable)}, 0, 0, laneFree)
+		return one(link(KindReset, c, g.linkable), 0, 0, laneFree)
 	}},
 	{"reset-node", ClassNetwork, func(g *generator, c chooser) episode {
 		return one(Action{Kind: KindReset, Target: pick(c, g.reachable)}, 0, 0, laneFree)

@@ -38,6 +38,10 @@ func (s Schedule) String() string {
 	return b.String()
 }
 
+// GoString prints the schedule as its lines, so that rapid's report of a
+// failing case (which prints draws with %#v) reads as a schedule.
+func (s Schedule) GoString() string { return "\n" + s.String() }
+
 // ParseSchedule reads actions one per line, as String prints them. Blank
 // lines and lines starting with '#' are skipped.
 func ParseSchedule(text string) (Schedule, error) {
@@ -49,7 +53,7 @@ func ParseSchedule(text string) (Schedule, error) {
 		}
 		a, err := ParseAction(line)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", i+1, err)
+			return nil, fmt.Errorf("faults: line %d: %s", i+1, bare(err))
 		}
 		s = append(s, a)
 	}
@@ -136,6 +140,9 @@ func Load(r io.Reader) (Schedule, error) {
 
 // UnmarshalJSON reads a JSON array of actions and validates the schedule.
 func (s *Schedule) UnmarshalJSON(b []byte) error {
+	if b = bytes.TrimSpace(b); len(b) > 0 && b[0] != '[' && !bytes.Equal(b, []byte("null")) {
+		return fmt.Errorf("faults: a schedule is a JSON array of actions, got %.40s", b)
+	}
 	var as []Action
 	if err := json.Unmarshal(b, &as); err != nil {
 		return err
@@ -149,3 +156,7 @@ func (s *Schedule) UnmarshalJSON(b []byte) error {
 	*s = as
 	return nil
 }
+
+// bare is an error's text without this package's prefix, for wrapping it
+// in a message that has one.
+func bare(err error) string { return strings.TrimPrefix(err.Error(), "faults: ") }
