@@ -11,6 +11,8 @@
 // clients. broker never imports the simulator's world, faults, checkers or
 // scenarios.
 //
-// Subpackages: record (RecordBatch v2), log (one partition replica's log on
-// a disk).
+// Subpackages: wire (Kafka framing), rpc (request transport), record
+// (RecordBatch v2), log (one partition replica's log on a disk), metadata
+// (the cluster image), config (the knobs), controller (the controller
+// process), client (producers and consumers), sink (the external store).
 package broker
