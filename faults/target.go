@@ -175,7 +175,8 @@ func parseTopicPartition(s string) (string, int32, error) {
 
 // validName reports whether s can stand as one word of a printed action.
 func validName(s string) bool {
-	return s != "" && !strings.ContainsAny(s, " \t\n\r[],\"") && !strings.HasPrefix(s, "$") && !strings.HasPrefix(s, "+")
+	return s != "" && s != "->" && s != "<->" && !strings.ContainsAny(s, " \t\n\r[],\"") &&
+		!strings.HasPrefix(s, "$") && !strings.HasPrefix(s, "+")
 }
 
 func (t Target) validate() error {
