@@ -161,3 +161,43 @@ func (w *World) mustNode(name string) *Node {
 	}
 	return n
 }
+
+// Unclog ends every clog now; held frames move again.
+func (w *World) Unclog() {
+	for i := range w.net.clogUntil {
+		clear(w.net.clogUntil[i])
+	}
+	clear(w.net.nodeClog)
+	w.trace.fault(nil, "unclog", "")
+	w.net.unblock()
+}
+
+// ResetLatency restores every link's latency to the world's default.
+func (w *World) ResetLatency() {
+	for i := range w.net.latency {
+		clear(w.net.latency[i])
+	}
+	w.trace.fault(nil, "latency-reset", "")
+}
+
+// ClearDelays disarms every pending DelayFrame.
+func (w *World) ClearDelays() {
+	w.net.delays = nil
+	w.trace.fault(nil, "delays-cleared", "")
+}
+
+// HealNetwork lifts every network fault at once: cuts, clogs, latency
+// overrides and pending frame delays.
+func (w *World) HealNetwork() {
+	w.ClearDelays()
+	w.ResetLatency()
+	for i := range w.net.cut {
+		clear(w.net.cut[i])
+	}
+	for i := range w.net.clogUntil {
+		clear(w.net.clogUntil[i])
+	}
+	clear(w.net.nodeClog)
+	w.trace.fault(nil, "heal", "network")
+	w.net.unblock()
+}

@@ -308,3 +308,18 @@ func (n *Node) run(f func()) {
 
 // now is the node's local clock reading.
 func (n *Node) now() env.Time { return n.clock.local(n.w.now) }
+
+// ResetClock puts the node's clock back on world time: no skew, no drift.
+func (n *Node) ResetClock() {
+	n.clock = clock{}
+	n.w.trace.node(traceSkew, n, nil, 0)
+}
+
+// ClockOffset is how far the node's clock is from world time now.
+func (n *Node) ClockOffset() time.Duration { return n.clock.local(n.w.now).Sub(n.w.now) }
+
+// ClearDiskFaults disarms the node's pending sync and read failures.
+func (n *Node) ClearDiskFaults() {
+	n.disk.ClearFaults()
+	n.w.trace.fault(n, "disk-faults-cleared", "")
+}

@@ -210,3 +210,28 @@ func TestRestartGivesAFreshProcessOnTheSameDisk(t *testing.T) {
 	require.Len(t, p().booted, 3)
 	require.Equal(t, uint64(3), n.Incarnation(), "boot, crash, boot")
 }
+
+func TestHealNetworkLiftsClogsAndDelaysAtOnce(t *testing.T) {
+	w, a, b := twoNodes(20)
+	c := dial(w, a, "b")
+	w.Clog("a", "b", time.Hour)
+	w.DelayFrame("a", "b", nil, time.Hour, 5)
+	w.Node("a").Exec(func() { a().e.Send(c, []byte("held")) })
+	require.NoError(t, w.RunFor(time.Second))
+	require.Zero(t, b().frames())
+	w.HealNetwork()
+	w.Node("a").Exec(func() { a().e.Send(c, []byte("free")) })
+	require.NoError(t, w.RunFor(time.Second))
+	require.Equal(t, 2, b().frames())
+}
+
+func TestResetClockUndoesSkewAndDrift(t *testing.T) {
+	w, a, _ := twoNodes(21)
+	w.Node("a").SkewClock(time.Minute)
+	w.Node("a").DriftClock(50_000)
+	require.NoError(t, w.RunFor(time.Second))
+	require.NotZero(t, w.Node("a").ClockOffset())
+	w.Node("a").ResetClock()
+	require.Zero(t, w.Node("a").ClockOffset())
+	require.Equal(t, w.Now(), a().e.Now())
+}

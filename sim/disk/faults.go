@@ -96,3 +96,10 @@ func (d *Disk) UnsyncedBytes() int64 {
 
 // Files is the number of files on the disk.
 func (d *Disk) Files() int { return len(d.files) }
+
+// ClearFaults disarms pending sync and read failures (rot already on the
+// platter stays).
+func (d *Disk) ClearFaults() {
+	d.syncFailures = 0
+	clear(d.readFailures)
+}
