@@ -200,4 +200,5 @@ func (w *World) HealNetwork() {
 	clear(w.net.nodeClog)
 	w.trace.fault(nil, "heal", "network")
 	w.net.unblock()
+	w.net.rescheduleDelayed()
 }

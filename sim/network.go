@@ -412,6 +412,32 @@ func (net *network) unblock() {
 	}
 }
 
+// rescheduleDelayed brings frames held back by DelayFrame (or a latency
+// spike) forward: every moving pipe's frames are rescheduled from now with
+// fresh latencies, in order.
+func (net *network) rescheduleDelayed() {
+	for _, n := range net.w.nodes {
+		ids := make([]env.ConnID, 0, len(n.conns))
+		for id := range n.conns {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		for _, id := range ids {
+			p := n.conns[id].out
+			if p == nil || p.blocked || len(p.frames) == 0 || p.conn.failed {
+				continue
+			}
+			p.gen++
+			p.lastAt = net.w.now
+			for range p.frames {
+				at := max(net.w.now.Add(net.drawLatency(p.from, p.to)), p.lastAt)
+				p.lastAt = at
+				net.w.queue.push(event{at: at, kind: evArrive, pipe: p, gen: p.gen})
+			}
+		}
+	}
+}
+
 // drop discards everything in flight on p.
 func (net *network) drop(p *pipe) {
 	clear(p.frames)
