@@ -242,6 +242,20 @@ func (n *Node) Stop() {
 	})
 }
 
+// Shutdown stops the node cleanly, as SIGTERM should: if the process
+// implements env.Stopper its Stop runs on the loop first (the broker flushes
+// its logs and checkpoints its high watermarks there), then the node stops
+// as Stop does. A halted process gets no Stop call: its Env is inert. Like
+// Stop, Shutdown may be called from any goroutine but the node's own loop.
+func (n *Node) Shutdown() {
+	_ = n.Do(func() {
+		if s, ok := n.proc.(env.Stopper); ok && !n.halted {
+			s.Stop()
+		}
+	})
+	n.Stop()
+}
+
 // post hands an event to the loop, or reports false once the node stops.
 func (n *Node) post(ev event) bool {
 	select {

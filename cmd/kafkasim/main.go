@@ -22,6 +22,10 @@ const usage = `usage: kafkasim <command> [flags]
 commands:
   demo    run the built-in demo world (nodes streaming frames under seeded faults)
           and print its trace hash
+  controller --listen ADDR --data DIR
+          real mode: run the controller on TCP (kafkasim controller -h for flags)
+  broker --id N --listen ADDR --data DIR --controller ADDR
+          real mode: run a broker on TCP (kafkasim broker -h for flags)
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -31,6 +35,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "demo":
 		return runDemo(args[1:], stdout, stderr)
+	case "controller":
+		return runController(args[1:], stdout, stderr)
+	case "broker":
+		return runBroker(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/kafkasim/kafkasim/broker"
+	"github.com/kafkasim/kafkasim/broker/config"
+	"github.com/kafkasim/kafkasim/broker/controller"
+	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/host"
+)
+
+// Real mode: the controller and the broker as OS processes on TCP, the wall
+// clock and files (package host), running the same code as the simulator.
+
+// Default listen addresses: Kafka's client port for a broker, the port a
+// KRaft controller conventionally takes. Loopback unless told otherwise.
+const (
+	DefaultBrokerListen     = "127.0.0.1:9092"
+	DefaultControllerListen = "127.0.0.1:9093"
+	DefaultClusterID        = "kafkasim"
+)
+
+const controllerUsage = `usage: kafkasim controller [--listen ADDR] --data DIR [cluster flags]
+
+Runs the cluster's controller on TCP until SIGTERM or SIGINT (a clean
+shutdown, exit 0). After a crash (SIGKILL) it recovers from DIR. The cluster
+flags must match the brokers'.
+
+`
+
+const brokerUsage = `usage: kafkasim broker --id N [--listen ADDR] --data DIR [--controller ADDR] [cluster flags]
+
+Runs one broker on TCP until SIGTERM or SIGINT (a clean shutdown: logs
+flushed, high watermarks checkpointed; exit 0). After a crash (SIGKILL) it
+recovers from DIR. ADDR is also the address advertised to clients, so it must
+be one they can dial (not 0.0.0.0). Producers must not compress with snappy,
+lz4 or zstd: the broker speaks none and gzip.
+
+`
+
+func runController(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, controllerUsage); fs.PrintDefaults() }
+	listen := fs.String("listen", DefaultControllerListen, "address to listen on (port 0: any free port, printed on start)")
+	data := fs.String("data", "", "directory holding the controller's metadata log (required)")
+	cfg := config.Default()
+	clusterFlags(fs, &cfg)
+	if err := fs.Parse(args); err != nil {
+		return exitParse(err)
+	}
+	if code := checkCommon(fs, stderr, "controller", *data, cfg); code != 0 {
+		return code
+	}
+	return serveNode(stdout, stderr, "controller", host.Options{Listen: *listen, DataDir: *data},
+		func() env.Process { return controller.New(cfg) })
+}
+
+func runBroker(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, brokerUsage); fs.PrintDefaults() }
+	id := fs.Int("id", -1, "broker id, 0 or more, unique in the cluster (required)")
+	listen := fs.String("listen", DefaultBrokerListen, "address to listen on and advertise to clients (port 0: any free port, printed on start)")
+	data := fs.String("data", "", "directory holding the broker's logs (required)")
+	ctl := fs.String("controller", DefaultControllerListen, "the controller's address")
+	clusterID := fs.String("cluster-id", DefaultClusterID, "cluster id reported to clients")
+	hwCheckpoint := 5 * time.Second
+	fs.Var(msFlag{&hwCheckpoint}, "replica.high.watermark.checkpoint.interval.ms", "how often high watermarks are written to disk")
+	cfg := config.Default()
+	clusterFlags(fs, &cfg)
+	if err := fs.Parse(args); err != nil {
+		return exitParse(err)
+	}
+	if code := checkCommon(fs, stderr, "broker", *data, cfg); code != 0 {
+		return code
+	}
+	switch {
+	case *id < 0 || *id >= int(controller.ID):
+		fmt.Fprintf(stderr, "kafkasim broker: --id %d: give a broker id from 0 to %d\n", *id, controller.ID-1)
+		return 2
+	case hwCheckpoint <= 0:
+		fmt.Fprintf(stderr, "kafkasim broker: replica.high.watermark.checkpoint.interval.ms must be positive\n")
+		return 2
+	}
+	if err := checkAdvertisable(*listen); err != nil {
+		fmt.Fprintf(stderr, "kafkasim broker: --listen %s: %v\n", *listen, err)
+		return 2
+	}
+	opts := broker.Options{ID: int32(*id), Controller: *ctl, ClusterID: *clusterID, Cluster: cfg,
+		HighWatermarkCheckpointInterval: hwCheckpoint}
+	return serveNode(stdout, stderr, fmt.Sprintf("broker %d", *id), host.Options{Listen: *listen, DataDir: *data},
+		func() env.Process { return broker.New(opts) })
+}
+
+// serveNode runs one process until a signal asks it to stop (exit 0) or it
+// halts (exit 1).
+func serveNode(stdout, stderr io.Writer, what string, opts host.Options, factory func() env.Process) int {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, os.Interrupt)
+	defer signal.Stop(sigs)
+	opts.Log = stderr
+	node, err := host.Start(opts, factory)
+	if err != nil {
+		fmt.Fprintf(stderr, "kafkasim %s: %v\n", what, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "kafkasim %s listening on %s, data in %s\n", what, node.Addr(), opts.DataDir)
+	select {
+	case s := <-sigs:
+		// A second signal while shutting down gets the default action.
+		signal.Stop(sigs)
+		fmt.Fprintf(stdout, "kafkasim %s: %v, shutting down\n", what, s)
+		node.Shutdown()
+		fmt.Fprintf(stdout, "kafkasim %s: stopped\n", what)
+		return 0
+	case <-node.Done():
+		node.Stop()
+		fmt.Fprintf(stderr, "kafkasim %s: halted (the reason is logged above)\n", what)
+		return 1
+	}
+}
+
+func checkCommon(fs *flag.FlagSet, stderr io.Writer, what, data string, cfg config.Cluster) int {
+	switch {
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "kafkasim %s: unexpected argument %q\n", what, fs.Arg(0))
+		return 2
+	case data == "":
+		fmt.Fprintf(stderr, "kafkasim %s: --data DIR is required: the directory holding its files\n", what)
+		return 2
+	}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(stderr, "kafkasim %s: %v\n", what, err)
+		return 2
+	}
+	return 0
+}
+
+// checkAdvertisable refuses listen addresses a client could not dial: the
+// broker advertises its listen address as is.
+func checkAdvertisable(addr string) error {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if h == "" {
+		return errors.New("no host; the broker advertises this address to clients, so name one they can dial, e.g. 127.0.0.1:9092")
+	}
+	if ip := net.ParseIP(h); ip != nil && ip.IsUnspecified() {
+		return errors.New("an unspecified address cannot be advertised to clients; listen on the address they dial, e.g. 127.0.0.1:9092")
+	}
+	return nil
+}
+
+func exitParse(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	return 2
+}
+
+// clusterFlags registers the cluster's knobs under Kafka's own names; the
+// defaults are config.Default's.
+func clusterFlags(fs *flag.FlagSet, c *config.Cluster) {
+	fs.IntVar(&c.MinInsyncReplicas, "min.insync.replicas", c.MinInsyncReplicas, "in-sync replicas an acks=all write needs")
+	fs.BoolVar(&c.UncleanLeaderElection, "unclean.leader.election.enable", c.UncleanLeaderElection, "let an out-of-sync replica become leader (may lose acknowledged writes)")
+	fs.Int64Var(&c.LogFlushIntervalMessages, "log.flush.interval.messages", c.LogFlushIntervalMessages, "fsync the log after this many messages; 0 never (rely on replication)")
+	fs.BoolVar(&c.LeaderEpochTruncation, "kip101.leader.epoch.truncation", c.LeaderEpochTruncation, "followers truncate by OffsetForLeaderEpoch; false: to their high watermark (pre-KIP-101)")
+	fs.BoolVar(&c.FetchEpochValidation, "kip320.fetch.epoch.validation", c.FetchEpochValidation, "fence fetches that carry a stale leader epoch (KIP-320)")
+	fs.BoolVar(&c.TransactionPartitionVerification, "transaction.partition.verification.enable", c.TransactionPartitionVerification, "verify transactional writes against the coordinator (KIP-890 part 1)")
+	fs.BoolVar(&c.EpochBumpPerTransaction, "kip890.epoch.bump.per.transaction", c.EpochBumpPerTransaction, "bump the producer epoch on every transaction end (KIP-890 part 2)")
+	fs.Var(msFlag{&c.ReplicaLagTimeMax}, "replica.lag.time.max.ms", "a follower this far behind leaves the ISR")
+	fs.Var(msFlag{&c.ReplicaFetchWaitMax}, "replica.fetch.wait.max.ms", "longest a follower's fetch waits for data")
+	fs.Var(msFlag{&c.ReplicaFetchBackoff}, "replica.fetch.backoff.ms", "pause after a failed replica fetch")
+	fs.Var(msFlag{&c.BrokerSessionTimeout}, "broker.session.timeout.ms", "a broker silent this long is fenced by the controller")
+	fs.Var(msFlag{&c.BrokerHeartbeatInterval}, "broker.heartbeat.interval.ms", "how often a broker heartbeats to the controller")
+	fs.Int64Var(&c.SegmentBytes, "log.segment.bytes", c.SegmentBytes, "size at which a log segment rolls")
+	fs.IntVar(&c.DefaultReplicationFactor, "default.replication.factor", c.DefaultReplicationFactor, "replication factor of topics created without one")
+	fs.IntVar(&c.OffsetsTopicPartitions, "offsets.topic.num.partitions", c.OffsetsTopicPartitions, "partitions of __consumer_offsets")
+	fs.IntVar(&c.OffsetsTopicReplicationFactor, "offsets.topic.replication.factor", c.OffsetsTopicReplicationFactor, "replication factor of __consumer_offsets")
+	fs.IntVar(&c.TransactionTopicPartitions, "transaction.state.log.num.partitions", c.TransactionTopicPartitions, "partitions of __transaction_state")
+	fs.IntVar(&c.TransactionTopicReplicationFactor, "transaction.state.log.replication.factor", c.TransactionTopicReplicationFactor, "replication factor of __transaction_state")
+	fs.Var(msFlag{&c.TransactionTimeoutMax}, "transaction.max.timeout.ms", "longest transaction timeout a producer may ask for")
+	fs.Var(msFlag{&c.GroupInitialRebalanceDelay}, "group.initial.rebalance.delay.ms", "wait for more members before a new group's first rebalance")
+	fs.Var(msFlag{&c.GroupSessionTimeoutMin}, "group.min.session.timeout.ms", "shortest session timeout a group member may ask for")
+	fs.Var(msFlag{&c.GroupSessionTimeoutMax}, "group.max.session.timeout.ms", "longest session timeout a group member may ask for")
+}
+
+// msFlag is a duration written as Kafka writes its *.ms settings: whole
+// milliseconds. A Go duration ("1.5s") is accepted too.
+type msFlag struct{ d *time.Duration }
+
+func (f msFlag) String() string {
+	if f.d == nil {
+		return "0"
+	}
+	return strconv.FormatInt(f.d.Milliseconds(), 10)
+}
+
+func (f msFlag) Set(s string) error {
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if ms < 0 || ms > int64(time.Duration(1<<63-1)/time.Millisecond) {
+			return fmt.Errorf("%d ms out of range", ms)
+		}
+		*f.d = time.Duration(ms) * time.Millisecond
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want milliseconds or a duration such as 1.5s")
+	}
+	if d < 0 {
+		return fmt.Errorf("negative duration %v", d)
+	}
+	*f.d = d
+	return nil
+}
