@@ -149,8 +149,7 @@ func (a *analysis) lostWrites(p *partition, lost map[history.ID]bool) {
 		if pr.reader == 0 {
 			continue
 		}
-		first := p.pairs[p.valuePairs(pr.value)[0]].offset
-		if first > bound {
+		if first := pr.valFirst; first > bound {
 			bound, boundReader = first, pr.reader
 		}
 	}
@@ -162,7 +161,7 @@ func (a *analysis) lostWrites(p *partition, lost map[history.ID]bool) {
 			continue
 		}
 		w := a.op(pr.writer)
-		if !a.mustHaveCommitted(w) || p.valueRead(pr.value) {
+		if pr.valRead || !a.mustHaveCommitted(w) {
 			continue
 		}
 		lost[pr.writer] = true
@@ -185,8 +184,8 @@ func (a *analysis) unseen(lost map[history.ID]bool) {
 		if p == nil || !p.finalRead {
 			continue
 		}
-		for _, m := range op.Send.Messages {
-			if !p.valueRead(m.Value) {
+		for k, m := range op.Send.Messages {
+			if !p.valueRead(offsetOf(op.Send, k), m.Value) {
 				a.rep.add("unseen", Witness{
 					Message: fmt.Sprintf("%q, acknowledged by op %d to %s, was never read, not even by the final read", m.Value, op.ID, op.Send.TP),
 					Ops:     a.ref(op.ID)})
@@ -221,8 +220,8 @@ func (a *analysis) tornTransactions() {
 			tallies[op.Send.Txn] = t
 			order = append(order, op.Send.Txn)
 		}
-		for _, m := range op.Send.Messages {
-			if op.Outcome != history.Fail && p.valueFinal(m.Value) {
+		for k, m := range op.Send.Messages {
+			if op.Outcome != history.Fail && p.valueFinal(offsetOf(op.Send, k), m.Value) {
 				t.in++
 				t.inOp = op.ID
 			} else {
@@ -440,4 +439,13 @@ func (a *analysis) offsetRegressions() {
 			}
 		}
 	}
+}
+
+// offsetOf is where the k-th message of a send was acknowledged, or
+// NoOffset.
+func offsetOf(s *history.Send, k int) int64 {
+	if s.Offset < 0 {
+		return history.NoOffset
+	}
+	return s.Offset + int64(k)
 }

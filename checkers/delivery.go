@@ -31,8 +31,14 @@ type effect struct {
 // at-least-once needs one for every acknowledged intent, and per-key order
 // (when promised) needs each key's first effects in input-offset order.
 func (a *analysis) checkDelivery() (stats Stats, notes []string) {
-	intents := map[string]*intent{}
-	var order []string
+	n := 0
+	for i := range a.h {
+		if op := &a.h[i]; op.Kind == history.KindSend {
+			n += len(op.Send.Messages)
+		}
+	}
+	intents := make(map[string]*intent, n)
+	all := make([]intent, 0, n)
 	for i := range a.h {
 		op := &a.h[i]
 		if op.Kind != history.KindSend {
@@ -44,9 +50,9 @@ func (a *analysis) checkDelivery() (stats Stats, notes []string) {
 			}
 			in := intents[m.Value]
 			if in == nil {
-				in = &intent{value: m.Value, key: m.Key, send: op.ID, tp: op.Send.TP, offset: history.NoOffset}
+				all = append(all, intent{value: m.Value, key: m.Key, send: op.ID, tp: op.Send.TP, offset: history.NoOffset})
+				in = &all[len(all)-1]
 				intents[m.Value] = in
-				order = append(order, m.Value)
 			}
 			if in.acked == 0 && op.Outcome == history.OK && (op.Send.Txn == 0 || a.op(op.Send.Txn).Outcome == history.OK) {
 				in.acked = op.ID
@@ -58,7 +64,13 @@ func (a *analysis) checkDelivery() (stats Stats, notes []string) {
 		}
 	}
 	var effects []effect
-	outputs := 0
+	outputs, n := 0, 0
+	for i := range a.h {
+		if op := &a.h[i]; op.Kind == history.KindFinalRead && op.FinalRead.Output {
+			n += len(op.FinalRead.Items) + len(op.FinalRead.Records)
+		}
+	}
+	effects = make([]effect, 0, n)
 	for i := range a.h {
 		op := &a.h[i]
 		if op.Kind != history.KindFinalRead || !op.FinalRead.Output {
@@ -67,18 +79,20 @@ func (a *analysis) checkDelivery() (stats Stats, notes []string) {
 		outputs++
 		f := op.FinalRead
 		if f.Sink != "" {
+			store := "sink " + f.Sink
 			for _, m := range f.Items {
-				effects = append(effects, effect{intent: m.Intent(), key: m.Key, store: "sink " + f.Sink, read: op.ID})
+				effects = append(effects, effect{intent: m.Intent(), key: m.Key, store: store, read: op.ID})
 			}
 		} else {
+			store := f.TP.String()
 			for _, r := range f.Records {
-				effects = append(effects, effect{intent: r.Intent(), key: r.Key, store: f.TP.String(), read: op.ID})
+				effects = append(effects, effect{intent: r.Intent(), key: r.Key, store: store, read: op.ID})
 			}
 		}
 	}
 	stats.Intents, stats.Outputs = len(intents), len(effects)
-	for _, v := range order {
-		if intents[v].acked != 0 {
+	for i := range all {
+		if all[i].acked != 0 {
 			stats.Acknowledged++
 		}
 	}
@@ -94,8 +108,9 @@ func (a *analysis) checkDelivery() (stats Stats, notes []string) {
 		}
 	}
 	var dups []string
-	for _, v := range order {
-		in := intents[v]
+	for i := range all {
+		in := &all[i]
+		v := in.value
 		switch {
 		case in.effects > 1:
 			dups = append(dups, v)

@@ -21,6 +21,11 @@ type pair struct {
 	readRC   history.ID // earliest-returning read_committed read, 0 if none
 	readRet  int64      // that read's return
 	final    bool       // a final read returned it
+	seq      int32      // creation order, for a deterministic sort
+	// Of the value, over all its offsets in this partition:
+	valFirst int64 // lowest offset
+	valRead  bool  // some read returned it
+	valFinal bool  // some final read returned it
 }
 
 // partition is the version order of one topic-partition.
@@ -38,7 +43,7 @@ type partition struct {
 // analysis is everything the anomaly and delivery checks share.
 type analysis struct {
 	h         history.History
-	index     map[history.ID]int
+	index     history.Index
 	opts      Options
 	rep       *report
 	parts     []*partition
@@ -47,7 +52,7 @@ type analysis struct {
 	txnEnds   map[history.ID]int64
 }
 
-func (a *analysis) op(id history.ID) *history.Op { return &a.h[a.index[id]] }
+func (a *analysis) op(id history.ID) *history.Op { return &a.h[a.index.Pos(id)] }
 
 func (a *analysis) ref(ids ...history.ID) []OpRef {
 	refs := make([]OpRef, 0, len(ids))
@@ -131,25 +136,20 @@ func (a *analysis) buildPairs(p *partition) {
 		if !op.Input.Read {
 			definite := op.Return != history.Never && a.op(op.Op).Send.Offset >= 0
 			for k, v := range op.Input.Values {
-				ps = append(ps, pair{offset: op.Output.Offset + int64(k), value: v, writer: op.Op, definite: definite, vis: op.Input.Visibility})
+				ps = append(ps, pair{offset: op.Output.Offset + int64(k), value: v, writer: op.Op, definite: definite, vis: op.Input.Visibility, seq: int32(len(ps))})
 			}
 			continue
 		}
 		final := a.op(op.Op).Kind == history.KindFinalRead
 		for _, e := range op.Output.Records {
-			pr := pair{offset: e.Offset, value: e.Value, reader: op.Op, final: final, vis: model.Undecided}
+			pr := pair{offset: e.Offset, value: e.Value, reader: op.Op, final: final, vis: model.Undecided, seq: int32(len(ps))}
 			if op.Input.Committed {
 				pr.readRC, pr.readRet = op.Op, op.Return
 			}
 			ps = append(ps, pr)
 		}
 	}
-	slices.SortStableFunc(ps, func(x, y pair) int {
-		if x.offset != y.offset {
-			return cmp64(x.offset, y.offset)
-		}
-		return strings.Compare(x.value, y.value)
-	})
+	ps = sortPairs(ps)
 	// Merge equal (offset, value).
 	out := ps[:0]
 	for _, pr := range ps {
@@ -180,6 +180,51 @@ func (a *analysis) buildPairs(p *partition) {
 		}
 		return cmp64(out[x].offset, out[y].offset)
 	})
+	for i := 0; i < len(p.byValue); {
+		j := i + 1
+		v := out[p.byValue[i]].value
+		read, final := out[p.byValue[i]].reader != 0, out[p.byValue[i]].final
+		for j < len(p.byValue) && out[p.byValue[j]].value == v {
+			read = read || out[p.byValue[j]].reader != 0
+			final = final || out[p.byValue[j]].final
+			j++
+		}
+		first := out[p.byValue[i]].offset
+		for _, k := range p.byValue[i:j] {
+			out[k].valFirst, out[k].valRead, out[k].valFinal = first, read, final
+		}
+		i = j
+	}
+}
+
+// find returns the pair holding v at offset off, or -1.
+func (p *partition) find(off int64, v string) int {
+	i := sort.Search(len(p.pairs), func(i int) bool { return p.pairs[i].offset >= off })
+	for ; i < len(p.pairs) && p.pairs[i].offset == off; i++ {
+		if p.pairs[i].value == v {
+			return i
+		}
+	}
+	return -1
+}
+
+// valueRead and valueFinal report whether any read, or a final read,
+// returned v anywhere in this partition; off is where v was written, if
+// known, to find it fast.
+func (p *partition) valueRead(off int64, v string) bool {
+	if i := p.find(off, v); i >= 0 {
+		return p.pairs[i].valRead
+	}
+	vp := p.valuePairs(v)
+	return len(vp) > 0 && p.pairs[vp[0]].valRead
+}
+
+func (p *partition) valueFinal(off int64, v string) bool {
+	if i := p.find(off, v); i >= 0 {
+		return p.pairs[i].valFinal
+	}
+	vp := p.valuePairs(v)
+	return len(vp) > 0 && p.pairs[vp[0]].valFinal
 }
 
 func (a *analysis) buildRanks(p *partition) {
@@ -209,25 +254,6 @@ func (p *partition) valuePairs(v string) []int32 {
 	return p.byValue[lo:hi]
 }
 
-// valueRead reports whether any read returned v in this partition.
-func (p *partition) valueRead(v string) bool {
-	for _, i := range p.valuePairs(v) {
-		if p.pairs[i].reader != 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// valueFinal reports whether a final read returned v in this partition.
-func (p *partition) valueFinal(v string) bool {
-	for _, i := range p.valuePairs(v) {
-		if p.pairs[i].final {
-			return true
-		}
-	}
-	return false
-}
 
 // rank is an offset's position among the offsets a reader at the given
 // isolation can see, or -1 if it is not among them.
@@ -254,4 +280,51 @@ func (p *partition) valuesBetween(offsets []int64, from, to, max int) []string {
 		vs = append(vs, p.pairs[i].value)
 	}
 	return vs
+}
+
+func comparePairs(x, y *pair) int {
+	if x.offset != y.offset {
+		return cmp64(x.offset, y.offset)
+	}
+	if x.value != y.value {
+		return strings.Compare(x.value, y.value)
+	}
+	return int(x.seq - y.seq) // a total order: the result is deterministic
+}
+
+// sortPairs orders pairs by offset, value and creation. Offsets are
+// nearly dense, so it buckets by offset (a counting sort) and sorts only
+// within each offset; sparse offsets fall back to a comparison sort.
+func sortPairs(ps []pair) []pair {
+	if len(ps) == 0 {
+		return ps
+	}
+	lo, hi := ps[0].offset, ps[0].offset
+	for i := range ps {
+		lo, hi = min(lo, ps[i].offset), max(hi, ps[i].offset)
+	}
+	if hi-lo > 4*int64(len(ps))+1024 {
+		slices.SortFunc(ps, func(x, y pair) int { return comparePairs(&x, &y) })
+		return ps
+	}
+	start := make([]int32, hi-lo+2)
+	for i := range ps {
+		start[ps[i].offset-lo+1]++
+	}
+	for i := 1; i < len(start); i++ {
+		start[i] += start[i-1]
+	}
+	out := make([]pair, len(ps))
+	next := slices.Clone(start[:len(start)-1])
+	for i := range ps {
+		k := ps[i].offset - lo
+		out[next[k]] = ps[i]
+		next[k]++
+	}
+	for k := 0; k+1 < len(start); k++ {
+		if group := out[start[k]:start[k+1]]; len(group) > 1 {
+			slices.SortFunc(group, func(x, y pair) int { return comparePairs(&x, &y) })
+		}
+	}
+	return out
 }

@@ -262,11 +262,38 @@ func (op *Op) String() string {
 // History is a list of operations, usually in invocation order.
 type History []Op
 
-// Index maps IDs to positions in h. It assumes h is valid.
-func (h History) Index() map[ID]int {
+// Index maps IDs to positions in a history.
+type Index struct {
+	dense bool // ID i+1 is at position i: no map needed
+	m     map[ID]int
+}
+
+// Index maps h's IDs to positions. It assumes IDs are unique.
+func (h History) Index() Index {
+	dense := true
+	for i := range h {
+		if h[i].ID != ID(i+1) {
+			dense = false
+			break
+		}
+	}
+	if dense {
+		return Index{dense: true}
+	}
 	m := make(map[ID]int, len(h))
 	for i := range h {
 		m[h[i].ID] = i
 	}
-	return m
+	return Index{m: m}
+}
+
+// Pos is the position of id, or -1 if there is none.
+func (x Index) Pos(id ID) int {
+	if x.dense {
+		return int(id) - 1
+	}
+	if i, ok := x.m[id]; ok {
+		return i
+	}
+	return -1
 }

@@ -7,26 +7,35 @@ import (
 // Validate checks the history's contract (see the package documentation)
 // and returns the first violation, naming the operation.
 func (h History) Validate() error {
-	seen := make(map[ID]int, len(h))
+	seen := make(map[ID]int)
 	for i := range h {
 		op := &h[i]
 		if op.ID <= 0 {
 			return fmt.Errorf("history: entry %d: id %d is not positive", i, op.ID)
+		}
+		if op.ID == ID(i+1) && len(seen) == 0 {
+			continue // dense so far: no map needed
+		}
+		if len(seen) == 0 {
+			for j := 0; j < i; j++ {
+				seen[h[j].ID] = j
+			}
 		}
 		if j, dup := seen[op.ID]; dup {
 			return fmt.Errorf("history: %s: duplicate id (entries %d and %d)", op, j, i)
 		}
 		seen[op.ID] = i
 	}
+	ids := h.Index()
 	for i := range h {
-		if err := h.validateOp(&h[i], seen); err != nil {
+		if err := h.validateOp(&h[i], ids); err != nil {
 			return fmt.Errorf("history: %s: %w", &h[i], err)
 		}
 	}
 	return nil
 }
 
-func (h History) validateOp(op *Op, ids map[ID]int) error {
+func (h History) validateOp(op *Op, ids Index) error {
 	if op.Process == "" {
 		return fmt.Errorf("no process")
 	}
@@ -65,8 +74,8 @@ func (h History) validateOp(op *Op, ids map[ID]int) error {
 			return fmt.Errorf("offset %d is negative", s.Offset)
 		}
 		if s.Txn != 0 {
-			j, ok := ids[s.Txn]
-			if !ok || h[j].Kind != KindTxn {
+			j := ids.Pos(s.Txn)
+			if j < 0 || h[j].Kind != KindTxn {
 				return fmt.Errorf("belongs to txn %d, which is not a txn operation", s.Txn)
 			}
 		}
@@ -179,13 +188,23 @@ func (h History) validateOp(op *Op, ids map[ID]int) error {
 
 func (op *Op) payloads() int {
 	n := 0
-	for _, set := range []bool{op.Send != nil, op.Poll != nil, op.Assign != nil, op.Subscribe != nil,
-		op.Rebalance != nil, op.Seek != nil, op.Commit != nil, op.OffsetFetch != nil, op.Txn != nil,
-		op.SinkWrite != nil, op.FinalRead != nil, op.Nemesis != nil} {
+	count := func(set bool) {
 		if set {
 			n++
 		}
 	}
+	count(op.Send != nil)
+	count(op.Poll != nil)
+	count(op.Assign != nil)
+	count(op.Subscribe != nil)
+	count(op.Rebalance != nil)
+	count(op.Seek != nil)
+	count(op.Commit != nil)
+	count(op.OffsetFetch != nil)
+	count(op.Txn != nil)
+	count(op.SinkWrite != nil)
+	count(op.FinalRead != nil)
+	count(op.Nemesis != nil)
 	return n
 }
 

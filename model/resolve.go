@@ -64,11 +64,11 @@ func Clients(h history.History) map[string]int {
 
 // VisibilityOf is the read_committed visibility of what a send wrote: set by
 // the outcome of its transaction.
-func VisibilityOf(h history.History, index map[history.ID]int, s *history.Send) Visibility {
+func VisibilityOf(h history.History, index history.Index, s *history.Send) Visibility {
 	if s.Txn == 0 {
 		return Visible
 	}
-	switch h[index[s.Txn]].Outcome {
+	switch h[index.Pos(s.Txn)].Outcome {
 	case history.OK:
 		return Visible
 	case history.Fail:
@@ -104,11 +104,16 @@ func Logs(h history.History) []Log {
 		}
 		return b
 	}
+	var entries []Entry // carved into reads' records, to allocate in blocks
 	addRead := func(op *history.Op, tp history.TopicPartition, from int64, committed bool, recs []history.Record) {
 		if len(recs) == 0 {
 			return
 		}
-		es := make([]Entry, len(recs))
+		if len(entries) < len(recs) {
+			entries = make([]Entry, max(len(recs), 4096))
+		}
+		es := entries[:len(recs):len(recs)]
+		entries = entries[len(recs):]
 		for i, r := range recs {
 			es[i] = Entry{Offset: r.Offset, Value: r.Value}
 		}
@@ -172,17 +177,27 @@ func appendOp(pa pendingAppend, clients map[string]int, base, ret int64) LogOp {
 // explains most of its unexplained observations (ties: the lowest), in
 // invocation order, or dropped if it explains none.
 func (b *partitionBuild) resolve(clients map[string]int) Log {
-	l := Log{TP: b.tp}
-	claimed := map[int64]string{}
+	l := Log{TP: b.tp, Ops: make([]LogOp, 0, len(b.definite)+len(b.indefinite)+len(b.reads))}
+	var cl claims
 	for _, pa := range b.definite {
 		l.Ops = append(l.Ops, appendOp(pa, clients, pa.op.Send.Offset, pa.op.Return))
-		for i, m := range pa.op.Send.Messages {
-			if _, taken := claimed[pa.op.Send.Offset+int64(i)]; !taken {
-				claimed[pa.op.Send.Offset+int64(i)] = m.Value
-			}
-		}
 	}
 	if len(b.indefinite) > 0 {
+		for _, pa := range b.definite {
+			for i, m := range pa.op.Send.Messages {
+				cl.sorted = append(cl.sorted, Entry{Offset: pa.op.Send.Offset + int64(i), Value: m.Value})
+			}
+		}
+		slices.SortStableFunc(cl.sorted, func(x, y Entry) int {
+			switch {
+			case x.Offset < y.Offset:
+				return -1
+			case x.Offset > y.Offset:
+				return 1
+			}
+			return 0
+		})
+		cl.extra = map[int64]string{}
 		wanted := map[string][]int64{}
 		for _, pa := range b.indefinite {
 			for _, m := range pa.op.Send.Messages {
@@ -212,16 +227,15 @@ func (b *partitionBuild) resolve(clients map[string]int) Log {
 			for i, m := range msgs {
 				for _, o := range wanted[m.Value] {
 					base := o - int64(i)
-					if base < 0 || (claimed[o] == m.Value) {
+					if v, taken := cl.at(o); base < 0 || (taken && v == m.Value) {
 						continue
 					}
 					score := 0
 					for k, mk := range msgs {
-						at := base + int64(k)
-						if v, taken := claimed[at]; !taken && slices.Contains(wanted[mk.Value], at) {
-							score++
-						} else if taken && v != mk.Value && slices.Contains(wanted[mk.Value], at) {
-							score++
+						if at := base + int64(k); slices.Contains(wanted[mk.Value], at) {
+							if v, taken := cl.at(at); !taken || v != mk.Value {
+								score++
+							}
 						}
 					}
 					if score > bestScore || (score == bestScore && score > 0 && base < best) {
@@ -240,12 +254,28 @@ func (b *partitionBuild) resolve(clients map[string]int) Log {
 			l.Ops = append(l.Ops, appendOp(pa, clients, best, ret))
 			l.Pinned = append(l.Pinned, pa.op.ID)
 			for k, mk := range msgs {
-				if _, taken := claimed[best+int64(k)]; !taken {
-					claimed[best+int64(k)] = mk.Value
+				if _, taken := cl.at(best + int64(k)); !taken {
+					cl.extra[best+int64(k)] = mk.Value
 				}
 			}
 		}
 	}
 	l.Ops = append(l.Ops, b.reads...)
 	return l
+}
+
+// claims are the values appends put at offsets: the definite ones sorted
+// by offset (first claim wins), the pinned ones in a map.
+type claims struct {
+	sorted []Entry
+	extra  map[int64]string
+}
+
+func (c *claims) at(off int64) (string, bool) {
+	i := sort.Search(len(c.sorted), func(i int) bool { return c.sorted[i].Offset >= off })
+	if i < len(c.sorted) && c.sorted[i].Offset == off {
+		return c.sorted[i].Value, true
+	}
+	v, ok := c.extra[off]
+	return v, ok
 }

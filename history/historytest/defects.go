@@ -90,11 +90,11 @@ func cloneReads(h history.History) history.History {
 	return out
 }
 
-func visibleAck(h history.History, index map[history.ID]int, op *history.Op) bool {
+func visibleAck(h history.History, index history.Index, op *history.Op) bool {
 	if op.Kind != history.KindSend || op.Outcome != history.OK || op.Send.Offset < 0 {
 		return false
 	}
-	return op.Send.Txn == 0 || h[index[op.Send.Txn]].Outcome == history.OK
+	return op.Send.Txn == 0 || h[index.Pos(op.Send.Txn)].Outcome == history.OK
 }
 
 // DropAckedWrite removes an acknowledged, visible write from every read,
@@ -211,7 +211,7 @@ func ReadAborted(h history.History, c Choices) (history.History, string, bool) {
 		if op.Kind != history.KindSend || op.Send.Txn == 0 || op.Outcome != history.OK || seen[op.Send.Txn] {
 			continue
 		}
-		if h[index[op.Send.Txn]].Outcome == history.OK && o.seen[op.Send.TP][op.Send.Offset] == op.Send.Messages[0].Value {
+		if h[index.Pos(op.Send.Txn)].Outcome == history.OK && o.seen[op.Send.TP][op.Send.Offset] == op.Send.Messages[0].Value {
 			cands = append(cands, op.Send.Txn)
 			seen[op.Send.Txn] = true
 		}
@@ -220,7 +220,7 @@ func ReadAborted(h history.History, c Choices) (history.History, string, bool) {
 		return h, "", false
 	}
 	out := slices.Clone(h)
-	t := &out[index[pick(c, cands)]]
+	t := &out[index.Pos(pick(c, cands))]
 	t.Outcome, t.Error = history.Fail, "aborted (injected)"
 	return out, "G1a", true
 }

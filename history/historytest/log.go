@@ -12,6 +12,7 @@ package historytest
 import (
 	"fmt"
 	"slices"
+	"sort"
 
 	"github.com/kafkasim/kafkasim/history"
 )
@@ -346,8 +347,10 @@ func (g *gen) poll(proc, node string, t int64) int64 {
 					f.From = pos[p]
 				}
 				want := 1 + g.c.IntN(5)
-				for _, e := range g.logs[p] {
-					if e.offset < pos[p] || e.marker {
+				log := g.logs[p]
+				start := sort.Search(len(log), func(i int) bool { return log[i].offset >= pos[p] })
+				for _, e := range log[start:] {
+					if e.marker {
 						continue
 					}
 					if committed && e.txn != nil && !e.txn.decided {

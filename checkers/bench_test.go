@@ -1,0 +1,95 @@
+package checkers_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kafkasim/kafkasim/checkers"
+	"github.com/kafkasim/kafkasim/history"
+	"github.com/kafkasim/kafkasim/history/historytest"
+)
+
+var (
+	benchMu        sync.Mutex
+	benchHistories = map[string]history.History{}
+)
+
+// benchHistory is a correct history with ops client operations over
+// partitions, 8 concurrent clients, every feature mixed in (indefinite and
+// failed sends, transactions, read_committed polls, seeks).
+func benchHistory(ops, partitions int) history.History {
+	benchMu.Lock()
+	defer benchMu.Unlock()
+	k := fmt.Sprint(ops, "/", partitions)
+	if h, ok := benchHistories[k]; ok {
+		return h
+	}
+	h := historytest.Log(historytest.DefaultLogConfig(ops, partitions, 8), rand.New(rand.NewPCG(uint64(ops), uint64(partitions))))
+	benchHistories = map[string]history.History{k: h} // keep one: 1M ops is large
+	return h
+}
+
+// BenchmarkCheck fully checks (validation, partition logs, committed
+// offsets, anomalies, delivery) correct histories of 10k, 100k and 1M
+// operations over 1, 8 and 64 partitions, with the fast log checker and
+// with porcupine. Porcupine is skipped where CHECKING.md measured it
+// exhausting memory: 1M operations (over 14 GiB on 1 and 8 partitions,
+// 2.3 GB on 64) and 100k on one partition (2 GB, quadratic in length).
+func BenchmarkCheck(b *testing.B) {
+	for _, ops := range []int{10_000, 100_000, 1_000_000} {
+		for _, parts := range []int{1, 8, 64} {
+			for _, mode := range []string{"fast", "porcupine"} {
+				name := fmt.Sprintf("ops=%d/partitions=%d/%s", ops, parts, mode)
+				b.Run(name, func(b *testing.B) {
+					if mode == "porcupine" && (ops >= 1_000_000 || (ops >= 100_000 && parts == 1)) {
+						b.Skip("porcupine exhausts memory here (CHECKING.md)")
+					}
+					h := benchHistory(ops, parts)
+					opts := checkers.Options{}
+					if mode == "porcupine" {
+						opts.Linearizability = checkers.Porcupine
+						opts.PorcupineTimeout = 120 * time.Second
+					}
+					runtime.GC()
+					var before, after runtime.MemStats
+					runtime.ReadMemStats(&before)
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						v, err := checkers.Check(h, opts)
+						if err != nil {
+							b.Fatal(err)
+						}
+						if len(v.Anomalies) > 0 || v.Inconclusive {
+							b.Fatalf("correct history not accepted:\n%s", v.Summary())
+						}
+					}
+					b.StopTimer()
+					runtime.ReadMemStats(&after)
+					b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)/1e6, "MB-alloc/op")
+					b.ReportMetric(float64(len(h))*float64(b.N)/b.Elapsed().Seconds(), "hist-ops/s")
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkCheckLogHighConcurrency is the case porcupine took ~24 s and
+// 4.6 GB on (10k operations, one partition, 32 concurrent clients); the
+// fast checker makes it routine, up to 256 clients.
+func BenchmarkCheckLogHighConcurrency(b *testing.B) {
+	for _, clients := range []int{32, 256} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			h := historytest.Log(historytest.DefaultLogConfig(10_000, 1, clients), rand.New(rand.NewPCG(1, uint64(clients))))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if v, err := checkers.Check(h, checkers.Options{}); err != nil || len(v.Anomalies) > 0 {
+					b.Fatalf("%v %v", err, v.Anomalies)
+				}
+			}
+		})
+	}
+}
