@@ -254,7 +254,6 @@ func (p *partition) valuePairs(v string) []int32 {
 	return p.byValue[lo:hi]
 }
 
-
 // rank is an offset's position among the offsets a reader at the given
 // isolation can see, or -1 if it is not among them.
 func rank(offsets []int64, off int64) int {
