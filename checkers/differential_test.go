@@ -49,7 +49,9 @@ func randomLogHistory(r *rand.Rand) (history.History, string) {
 }
 
 // TestFastLogCheckerAgreesWithPorcupine runs both on thousands of generated
-// partition logs, correct and defective, and requires identical verdicts.
+// partition logs, correct and defective, and requires identical verdicts;
+// porcupine runs twice, with and without appends chained in offset order
+// (LogInput.After), and must agree with itself too.
 func TestFastLogCheckerAgreesWithPorcupine(t *testing.T) {
 	n := cases(2000)
 	var decided, illegal, unknown int
@@ -64,6 +66,9 @@ func TestFastLogCheckerAgreesWithPorcupine(t *testing.T) {
 			if want == porcupine.Unknown {
 				unknown++
 				continue
+			}
+			if plain := model.CheckLog(l.Unchained(), 2*time.Second); plain != porcupine.Unknown && plain != want {
+				t.Fatalf("case %d (defect %q) %s: porcupine says %s with appends chained in offset order, %s without", i, defect, l.TP, want, plain)
 			}
 			got := checkers.CheckLog(l)
 			decided++

@@ -46,9 +46,15 @@ type Entry struct {
 type LogInput struct {
 	TP   history.TopicPartition
 	Read bool
-	// Append: the batch's values and their visibility.
+	// Append: the batch's values and their visibility. After, if not
+	// NoOffset, is the log end the append must find: the end of the append
+	// before it in offset order. Logs fills it in: in any linearization
+	// appends take effect in offset order, so this only tells porcupine
+	// what it would otherwise learn by backtracking (which, with offset
+	// gaps, is exponential).
 	Values     []string
 	Visibility Visibility
+	After      int64
 	// Read: the fetch position (NoOffset if unknown: the first record's
 	// offset is used) and whether the reader is read_committed.
 	From      int64
@@ -131,7 +137,7 @@ func LogStep(state, input, output any) (bool, any) {
 	in := input.(LogInput)
 	out := output.(LogOutput)
 	if !in.Read {
-		if out.Offset < s.end() {
+		if out.Offset < s.end() || (in.After >= 0 && in.After != s.end()) {
 			return false, s
 		}
 		for i, v := range in.Values {

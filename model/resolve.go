@@ -120,7 +120,7 @@ func Logs(h history.History) []Log {
 		b := get(tp)
 		b.reads = append(b.reads, LogOp{Op: op.ID, Node: op.Node, Client: clients[op.Process],
 			Call: op.Call, Return: op.Return,
-			Input:  LogInput{TP: tp, Read: true, From: from, Committed: committed},
+			Input:  LogInput{TP: tp, Read: true, From: from, Committed: committed, After: history.NoOffset},
 			Output: LogOutput{Offset: history.NoOffset, Records: es}})
 	}
 	for i := range h {
@@ -167,7 +167,7 @@ func appendOp(pa pendingAppend, clients map[string]int, base, ret int64) LogOp {
 		vals[i] = m.Value
 	}
 	return LogOp{Op: op.ID, Node: op.Node, Client: clients[op.Process], Call: op.Call, Return: ret,
-		Input:  LogInput{TP: op.Send.TP, Values: vals, Visibility: pa.vis},
+		Input:  LogInput{TP: op.Send.TP, Values: vals, Visibility: pa.vis, After: history.NoOffset},
 		Output: LogOutput{Offset: base}}
 }
 
@@ -260,8 +260,40 @@ func (b *partitionBuild) resolve(clients map[string]int) Log {
 			}
 		}
 	}
+	// Chain the appends in offset order (see LogInput.After).
+	apps := make([]int, 0, len(l.Ops))
+	for i := range l.Ops {
+		apps = append(apps, i)
+	}
+	slices.SortStableFunc(apps, func(x, y int) int {
+		bx, by := l.Ops[x].Output.Offset, l.Ops[y].Output.Offset
+		switch {
+		case bx < by:
+			return -1
+		case bx > by:
+			return 1
+		}
+		return int(l.Ops[x].Op - l.Ops[y].Op)
+	})
+	end := int64(0)
+	for _, i := range apps {
+		l.Ops[i].Input.After = end
+		end = l.Ops[i].Output.Offset + int64(len(l.Ops[i].Input.Values))
+	}
 	l.Ops = append(l.Ops, b.reads...)
 	return l
+}
+
+// Unchained returns a copy of l whose appends do not name the log end they
+// must find (LogInput.After = NoOffset): porcupine then searches the order
+// of appends itself. Tests use it to hold the chaining to the plain model.
+func (l Log) Unchained() Log {
+	c := l
+	c.Ops = slices.Clone(l.Ops)
+	for i := range c.Ops {
+		c.Ops[i].Input.After = history.NoOffset
+	}
+	return c
 }
 
 // claims are the values appends put at offsets: the definite ones sorted
