@@ -350,8 +350,14 @@ func (c *Controller) pushTo(id int32) {
 	})
 }
 
-// Image returns the controller's current view (for tests and the harness).
-func (c *Controller) Image() *metadata.Image { return c.st.image() }
+// Image returns the controller's current view (for tests and the harness),
+// or nil before the process has started.
+func (c *Controller) Image() *metadata.Image {
+	if c.st == nil {
+		return nil
+	}
+	return c.st.image()
+}
 
 // Fenced reports whether broker id is fenced.
 func (c *Controller) Fenced(id int32) bool { b := c.st.brokers[id]; return b == nil || b.fenced }
