@@ -116,6 +116,9 @@ func (d *delayedFetch) build() (resp *kmsg.FetchResponse, bytes int, stop bool) 
 func (b *Broker) fetchPartition(pr *kmsg.FetchResponseTopicPartition, tp metadata.TopicPartition, rp kmsg.FetchRequestTopicPartition, replica int32, isolation int8, maxBytes int, first bool) int {
 	p := b.partitions[tp]
 	pr.HighWatermark, pr.LastStableOffset, pr.LogStartOffset = -1, -1, -1
+	// An empty record set, never a null one, as Kafka sends: librdkafka
+	// refuses null ("invalid MessageSetSize -1").
+	pr.RecordBatches = []byte{}
 	switch {
 	case b.image.Topics[tp.Topic] == nil:
 		pr.ErrorCode = kerr.UnknownTopicOrPartition.Code
@@ -170,7 +173,9 @@ func (b *Broker) fetchPartition(pr *kmsg.FetchResponseTopicPartition, tp metadat
 		}
 		return 0
 	}
-	pr.RecordBatches = data
+	if data != nil {
+		pr.RecordBatches = data
+	}
 	if isolation == 1 && replica < 0 && len(data) > 0 {
 		for _, a := range p.log.AbortedTransactions(rp.FetchOffset, limit) {
 			at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
