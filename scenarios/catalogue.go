@@ -32,11 +32,13 @@ var catalogue = []Scenario{
 	}),
 	scenario("acks1-retries-duplicates", "acks=1 with retries: a retried batch whose answer was lost lands twice", func(s *Scenario) {
 		s.Producer.Acks, s.Producer.EnableIdempotence = "1", false
-		s.Workload.Kind, s.Faults, s.Expect, s.Refutes = ProduceOnly, "network", checkers.None, checkers.AtMostOnce
+		s.Workload.Kind, s.Workload.Messages = ProduceOnly, 1000
+		s.Faults, s.Expect, s.Refutes = "network", checkers.None, checkers.AtMostOnce
 	}),
 	scenario("acks1-leader-failover", "acks=1: the leader answers before followers fetch; a leader failover loses acknowledged writes", func(s *Scenario) {
 		s.Producer.Acks, s.Producer.EnableIdempotence = "1", false
-		s.Workload.Kind, s.Faults, s.Expect, s.Refutes = ProduceOnly, "crash", checkers.None, checkers.AtLeastOnce
+		s.Workload.Kind, s.Workload.Messages = ProduceOnly, 1000
+		s.Faults, s.Expect, s.Refutes = "crash,network", checkers.None, checkers.AtLeastOnce
 	}),
 	scenario("acks-all-retries", "acks=all, retries, no idempotence: nothing acknowledged is lost, retries may duplicate", func(s *Scenario) {
 		s.Producer.EnableIdempotence = false
@@ -52,7 +54,9 @@ var catalogue = []Scenario{
 	scenario("acks-all-unclean-election", "acks=all with unclean.leader.election.enable: an out-of-sync leader loses committed data", func(s *Scenario) {
 		s.Cluster.UncleanLeaderElectionEnable = true
 		s.Cluster.MinInsyncReplicas = 1
-		s.Workload.Kind, s.Faults, s.Expect, s.Refutes = ProduceOnly, "crash,network", checkers.None, checkers.AtLeastOnce
+		s.Cluster.ReplicaLagTimeMaxMs = 3000
+		s.Workload.Kind, s.Workload.Messages = ProduceOnly, 1000
+		s.Faults, s.Expect, s.Refutes = "crash,network", checkers.None, checkers.AtLeastOnce
 	}),
 	scenario("acks-all-fsync-correlated-power", "acks=all with log.flush.interval.messages=1 survives every replica losing power", func(s *Scenario) {
 		s.Cluster.LogFlushIntervalMessages = flush(1)

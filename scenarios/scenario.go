@@ -47,6 +47,7 @@ type Cluster struct {
 	TransactionPartitionVerification bool   `json:"transaction.partition.verification.enable"`
 	KIP890EpochBumpPerTransaction    bool   `json:"kip890.epoch.bump.per.transaction"`
 	Partitions                       int    `json:"partitions"`
+	ReplicaLagTimeMaxMs              int    `json:"replica.lag.time.max.ms"`
 }
 
 // Producer is the producer clients' configuration.
@@ -82,6 +83,10 @@ type Workload struct {
 	Consumers int    `json:"consumers"`
 	// DurationMs is the workload's time budget before heal and drain.
 	DurationMs int `json:"duration.ms"`
+	// ProcessingMs is how long a consumer application works on a polled
+	// batch before writing its outputs (not a Kafka setting: the
+	// application's own time, the window a crash can fall into).
+	ProcessingMs int `json:"processing.ms"`
 	// KeyOrder: the configuration promises per-key order; check it.
 	KeyOrder bool `json:"key.order"`
 }
@@ -117,7 +122,7 @@ func (s Scenario) FaultClass() (faults.Class, error) { return faults.ParseClass(
 func Defaults() Scenario {
 	return Scenario{
 		Cluster: Cluster{
-			Brokers: 3, ReplicationFactor: 3, MinInsyncReplicas: 2, Partitions: 1,
+			Brokers: 3, ReplicationFactor: 3, MinInsyncReplicas: 2, Partitions: 1, ReplicaLagTimeMaxMs: 10000,
 			KIP101LeaderEpochTruncation: true, KIP320FetchEpochValidation: true,
 			TransactionPartitionVerification: true, KIP890EpochBumpPerTransaction: true,
 		},
@@ -126,7 +131,7 @@ func Defaults() Scenario {
 			MaxInFlightRequestsPerConnection: 5, DeliveryTimeoutMs: 30000, RequestTimeoutMs: 10000,
 		},
 		Consumer: Consumer{IsolationLevel: "read_committed", AutoCommitIntervalMs: 1000, AutoOffsetReset: "earliest"},
-		Workload: Workload{Messages: 200, Producers: 1, Consumers: 1, DurationMs: 30000},
+		Workload: Workload{Messages: 300, Producers: 1, Consumers: 1, DurationMs: 30000, ProcessingMs: 50},
 		Faults:   "none",
 	}
 }
@@ -211,6 +216,8 @@ func (s Scenario) Validate() error {
 		return bad("log.flush.interval.messages %d < 1 (null means never)", *c.LogFlushIntervalMessages)
 	case c.Partitions < 1 || c.Partitions > 64:
 		return bad("partitions %d outside [1, 64]", c.Partitions)
+	case c.ReplicaLagTimeMaxMs < 1000:
+		return bad("replica.lag.time.max.ms %d < 1000", c.ReplicaLagTimeMaxMs)
 	case p.Acks != "0" && p.Acks != "1" && p.Acks != "all" && p.Acks != "-1":
 		return bad("acks %q: want 0, 1 or all", p.Acks)
 	case p.EnableIdempotence && p.Acks != "all" && p.Acks != "-1":
@@ -235,6 +242,8 @@ func (s Scenario) Validate() error {
 		return bad("workload.producers %d outside [1, 64]", w.Producers)
 	case w.DurationMs < 1000:
 		return bad("workload.duration.ms %d < 1000", w.DurationMs)
+	case w.ProcessingMs < 0 || w.ProcessingMs > 60000:
+		return bad("workload.processing.ms %d outside [0, 60000]", w.ProcessingMs)
 	}
 	switch w.Kind {
 	case ProduceOnly:

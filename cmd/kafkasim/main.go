@@ -40,10 +40,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "broker":
 		return runBroker(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, usage+scenarioUsage)
 		return 0
 	}
-	fmt.Fprintf(stderr, "kafkasim: unknown command %q\n%s", args[0], usage)
+	if f, ok := scenarioCommands[args[0]]; ok {
+		return f(args[1:], stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "kafkasim: unknown command %q\n%s", args[0], usage+scenarioUsage)
 	return 2
 }
 

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/kafkasim/kafkasim/faults"
+	"github.com/kafkasim/kafkasim/history"
+	"github.com/kafkasim/kafkasim/scenarios"
+)
+
+// Exit codes, as DESIGN.md §8 fixes them.
+const (
+	exitOK        = 0
+	exitViolation = 1
+	exitBadInput  = 2
+)
+
+// scenarioCommands are the commands over the guarantee matrix.
+var scenarioCommands = map[string]func(args []string, stdout, stderr io.Writer) int{
+	"list":   runList,
+	"run":    runRun,
+	"matrix": runMatrix,
+	"sweep":  runSweep,
+	"shrink": runShrink,
+	"check":  runCheck,
+}
+
+const scenarioUsage = `  list    the built-in scenarios: name, claimed guarantee, description
+  run --scenario S --seed N [--config F] [--faults F] [--messages M] [--trace F] [--html F] [--history F] [--json]
+          one run: verdict, trace hash, and on violation the command that replays it
+  matrix [--seeds N] [--json] [--parallel P]
+          every scenario over N seeds: expected versus observed, first failing seed
+  sweep --scenario S --seeds A-B [--shard I/N] [--json]
+          many seeds of one scenario, spread over shards
+  shrink --scenario S --seed N [--out F]
+          the smallest fault schedule and workload that still fail, saved for run --faults
+  check FILE [--expect G]
+          re-check a saved history (from run --history or real mode)
+`
+
+// badInput reports bad input in one line and returns exit code 2.
+func badInput(stderr io.Writer, format string, args ...any) int {
+	fmt.Fprintf(stderr, "kafkasim: "+format+"\n", args...)
+	return exitBadInput
+}
+
+func runList(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("list", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "one JSON object per scenario")
+	if err := fs.Parse(args); err != nil {
+		return exitBadInput
+	}
+	for _, s := range scenarios.List() {
+		if *asJSON {
+			b, _ := json.Marshal(s)
+			fmt.Fprintln(stdout, string(b))
+			continue
+		}
+		claim := string(s.Expect)
+		if s.Twin() {
+			claim = "refutes " + string(s.Refutes)
+		}
+		fmt.Fprintf(stdout, "%-40s %-24s %s\n", s.Name, claim, s.Description)
+	}
+	return exitOK
+}
+
+// scenarioFlags are --scenario and --config, accepted together wherever
+// a scenario is named.
+type scenarioFlags struct {
+	name, config *string
+}
+
+func addScenarioFlags(fs *flag.FlagSet) scenarioFlags {
+	return scenarioFlags{
+		name:   fs.String("scenario", "", "a built-in scenario (kafkasim list)"),
+		config: fs.String("config", "", "a scenario file (JSON with Kafka's configuration names)"),
+	}
+}
+
+func (f scenarioFlags) load() (scenarios.Scenario, error) {
+	switch {
+	case *f.config != "":
+		return scenarios.Load(*f.config)
+	case *f.name != "":
+		return scenarios.Lookup(*f.name)
+	}
+	return scenarios.Scenario{}, fmt.Errorf("--scenario or --config is required")
+}
+
+// repro is the command that replays a run.
+func repro(f scenarioFlags, seed uint64, faultsFile string, messages int) string {
+	var b strings.Builder
+	b.WriteString("kafkasim run")
+	if *f.config != "" {
+		fmt.Fprintf(&b, " --config %s", *f.config)
+	} else {
+		fmt.Fprintf(&b, " --scenario %s", *f.name)
+	}
+	fmt.Fprintf(&b, " --seed %d", seed)
+	if faultsFile != "" {
+		fmt.Fprintf(&b, " --faults %s", faultsFile)
+	}
+	if messages > 0 {
+		fmt.Fprintf(&b, " --messages %d", messages)
+	}
+	return b.String()
+}
+
+// runJSON is run --json's object.
+type runJSON struct {
+	Scenario  string   `json:"scenario"`
+	Seed      uint64   `json:"seed"`
+	Checked   string   `json:"checked"`
+	Verdict   string   `json:"verdict"`
+	Observed  string   `json:"observed"`
+	Failure   string   `json:"failure,omitempty"`
+	Anomalies []string `json:"anomalies,omitempty"`
+	TraceHash string   `json:"trace_hash"`
+	Repro     string   `json:"repro,omitempty"`
+	Events    uint64   `json:"events"`
+	Simulated string   `json:"simulated"`
+}
+
+func verdictWord(holds bool) string {
+	if holds {
+		return "holds"
+	}
+	return "violated"
+}
+
+func toJSON(r *scenarios.Result, reproLine string) runJSON {
+	j := runJSON{Scenario: r.Scenario, Seed: r.Seed, Checked: string(r.Checked), Verdict: verdictWord(r.Holds),
+		Observed: string(r.Observed), Failure: r.Failure, TraceHash: r.TraceHash, Events: r.Events, Simulated: r.Simulated.String()}
+	for _, a := range r.Verdict.Anomalies {
+		j.Anomalies = append(j.Anomalies, a.Name)
+	}
+	if !r.Holds {
+		j.Repro = reproLine
+	}
+	return j
+}
+
+func runRun(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	sf := addScenarioFlags(fs)
+	seed := fs.Uint64("seed", 1, "the run's root seed")
+	faultsFile := fs.String("faults", "", "a fault schedule (JSON, from shrink) instead of the nemesis's")
+	messages := fs.Int("messages", 0, "override the workload's message count")
+	traceFile := fs.String("trace", "", "write the full trace here as JSON lines")
+	htmlFile := fs.String("html", "", "write the visualization of a non-linearizable partition here")
+	historyFile := fs.String("history", "", "write the history here as JSON lines (for kafkasim check)")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := fs.Parse(args); err != nil {
+		return exitBadInput
+	}
+	s, err := sf.load()
+	if err != nil {
+		return badInput(stderr, "%v", err)
+	}
+	opts := scenarios.RunOptions{Seed: *seed, Messages: *messages, HTML: *htmlFile}
+	if *faultsFile != "" {
+		sched, err := loadSchedule(*faultsFile)
+		if err != nil {
+			return badInput(stderr, "%v", err)
+		}
+		opts.Faults = &sched
+	}
+	if *traceFile != "" {
+		f, err := os.Create(*traceFile)
+		if err != nil {
+			return badInput(stderr, "%v", err)
+		}
+		defer f.Close()
+		opts.TraceJSON = f
+	}
+	if !*asJSON {
+		fmt.Fprintf(stdout, "seed: %d\nscenario: %s\n", *seed, s.Name)
+	}
+	r, err := scenarios.Run(s, opts)
+	if err != nil {
+		return badInput(stderr, "%v", err)
+	}
+	if *historyFile != "" && r.History != nil {
+		if err := writeHistory(*historyFile, r.History); err != nil {
+			return badInput(stderr, "%v", err)
+		}
+	}
+	line := repro(sf, *seed, *faultsFile, *messages)
+	if *asJSON {
+		b, _ := json.Marshal(toJSON(r, line))
+		fmt.Fprintln(stdout, string(b))
+	} else {
+		printRun(stdout, r, line)
+	}
+	if !r.Holds {
+		return exitViolation
+	}
+	return exitOK
+}
+
+func printRun(w io.Writer, r *scenarios.Result, reproLine string) {
+	fmt.Fprintf(w, "checked: %s\n", r.Checked)
+	fmt.Fprintf(w, "verdict: %s\n", verdictWord(r.Holds))
+	fmt.Fprintf(w, "observed: %s\n", r.Observed)
+	if !r.Holds {
+		fmt.Fprintf(w, "failure: %s\n", r.Failure)
+	}
+	for _, line := range strings.Split(strings.TrimRight(r.Summary(), "\n"), "\n") {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
+	if r.Stack != "" {
+		fmt.Fprintln(w, "stack:")
+		for _, line := range strings.Split(strings.TrimSpace(r.Stack), "\n") {
+			fmt.Fprintf(w, "  %s\n", line)
+		}
+	}
+	fmt.Fprintf(w, "faults: %d actions\n", len(r.Schedule))
+	fmt.Fprintf(w, "simulated: %v, %d events\n", r.Simulated, r.Events)
+	fmt.Fprintf(w, "trace-hash: %s\n", r.TraceHash)
+	if !r.Holds {
+		fmt.Fprintf(w, "repro: %s\n", reproLine)
+	}
+}
+
+func loadSchedule(path string) (faults.Schedule, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	s, err := faults.Load(f)
+	if err != nil {
+		return nil, fmt.Errorf("fault schedule %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func writeHistory(path string, h history.History) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := h.Write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,325 @@
+package scenarios
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kafkasim/kafkasim/broker/metadata"
+	"github.com/kafkasim/kafkasim/broker/record"
+	"github.com/kafkasim/kafkasim/broker/rpc"
+	"github.com/kafkasim/kafkasim/broker/sink"
+	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/history"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// admin is the harness's own client node: it creates topics before the
+// workload and reads the final state after the drain. Faults never touch
+// it, and its requests are raw Kafka requests, independent of the client
+// library under test.
+type admin struct {
+	e       env.Env
+	rt      *rpc.Router
+	clients map[string]*rpc.Client
+	sink    *sink.Client
+}
+
+func (a *admin) Start(e env.Env) {
+	a.e = e
+	a.rt = rpc.NewRouter(e, nil)
+	a.clients = map[string]*rpc.Client{}
+}
+func (a *admin) Connected(c env.ConnID, peer string, inbound bool) {
+	if a.sink != nil && a.sink.Connected(c, peer, inbound) {
+		return
+	}
+	a.rt.Connected(c, peer, inbound)
+}
+
+func (a *admin) Received(c env.ConnID, f []byte) {
+	if a.sink != nil && a.sink.Received(c, f) {
+		return
+	}
+	a.rt.Received(c, f)
+}
+
+func (a *admin) Closed(c env.ConnID) {
+	if a.sink != nil && a.sink.Closed(c) {
+		return
+	}
+	a.rt.Closed(c)
+}
+
+func (a *admin) client(addr string) *rpc.Client {
+	cl := a.clients[addr]
+	if cl == nil {
+		cl = rpc.NewClient(a.rt, addr, rpc.ClientOptions{ClientID: "kafkasim-admin"})
+		a.clients[addr] = cl
+	}
+	return cl
+}
+
+// call runs one request to completion on the admin node.
+func (c *cluster) call(addr string, req kmsg.Request, budget time.Duration) (kmsg.Response, error) {
+	n := c.w.Node(adminNode)
+	a := n.Process().(*admin)
+	var resp kmsg.Response
+	var err error
+	done := false
+	n.Exec(func() {
+		a.client(addr).Do(req, budget, func(r kmsg.Response, e error) { resp, err, done = r, e, true })
+	})
+	if _, werr := c.w.RunWhile(func() bool { return !done }, budget+time.Second); werr != nil {
+		return nil, werr
+	}
+	if !done {
+		return nil, fmt.Errorf("%s to %s: no answer in %v", kmsg.NameForKey(req.Key()), addr, budget)
+	}
+	return resp, err
+}
+
+// createTopics creates the workload's topics and waits until every
+// partition has a leader.
+func (c *cluster) createTopics(topics []string, budget time.Duration) error {
+	deadline := c.w.Now().Add(budget)
+	for _, topic := range topics {
+		for {
+			if c.w.Now() > deadline {
+				return fmt.Errorf("bootstrap: topic %q not created within %v", topic, budget)
+			}
+			req := kmsg.NewPtrCreateTopicsRequest()
+			rt := kmsg.NewCreateTopicsRequestTopic()
+			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, int32(c.s.Cluster.Partitions), int16(c.s.Cluster.ReplicationFactor)
+			req.Topics = append(req.Topics, rt)
+			resp, err := c.call(c.brokers[0], req, 5*time.Second)
+			if c.w.Err() != nil {
+				return c.w.Err()
+			}
+			if err == nil {
+				code := resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode
+				if code == 0 || code == kerr.TopicAlreadyExists.Code {
+					break
+				}
+			}
+			if err := c.w.RunFor(500 * time.Millisecond); err != nil {
+				return err
+			}
+		}
+	}
+	ok, err := c.w.RunWhile(func() bool { return !c.allLed(topics) }, max(deadline.Sub(c.w.Now()), time.Second))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("bootstrap: topics %v have no leaders within %v", topics, budget)
+	}
+	return nil
+}
+
+func (c *cluster) allLed(topics []string) bool {
+	img := c.image()
+	if img == nil {
+		return false
+	}
+	for _, t := range topics {
+		top := img.Topics[t]
+		if top == nil {
+			return false
+		}
+		for _, p := range top.Partitions {
+			if p.Leader < 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// finalRead reads one partition from offset 0 to its end (the high
+// watermark, or the last stable offset for read_committed) from whoever
+// leads it, filtering aborted transactions and control batches as a
+// read_committed consumer does, and records it as a final-read operation.
+func (c *cluster) finalRead(rec *history.Recorder, tp metadata.TopicPartition, isolation history.Isolation, output bool, budget time.Duration) error {
+	op := history.Op{
+		Process: "final-reader", Node: adminNode, Kind: history.KindFinalRead, Call: int64(c.w.Elapsed()),
+		FinalRead: &history.FinalRead{TP: history.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}, Isolation: isolation, From: 0, Output: output},
+	}
+	id := rec.Invoke(op)
+	var out []history.Record
+	offset, end := int64(0), int64(-1)
+	deadline := c.w.Now().Add(budget)
+	aborted := newAbortFilter()
+	for end < 0 || offset < end {
+		if c.w.Now() > deadline {
+			return fmt.Errorf("final read of %v stuck at offset %d (end %d) after %v", tp, offset, end, budget)
+		}
+		img := c.image()
+		p, ok := img.Partition(tp)
+		if !ok || p.Leader < 0 {
+			if err := c.w.RunFor(500 * time.Millisecond); err != nil {
+				return err
+			}
+			continue
+		}
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 0, 0, 1<<24
+		if isolation == history.ReadCommitted {
+			req.IsolationLevel = 1
+		}
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = tp.Topic
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = tp.Partition, offset, 1<<24
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := c.call(c.brokers[p.Leader], req, 5*time.Second)
+		if c.w.Err() != nil {
+			return c.w.Err()
+		}
+		if err != nil || resp.(*kmsg.FetchResponse).Topics[0].Partitions[0].ErrorCode != 0 {
+			if err := c.w.RunFor(500 * time.Millisecond); err != nil {
+				return err
+			}
+			continue
+		}
+		pr := resp.(*kmsg.FetchResponse).Topics[0].Partitions[0]
+		end = pr.HighWatermark
+		if isolation == history.ReadCommitted {
+			end = pr.LastStableOffset
+		}
+		aborted.add(pr.AbortedTransactions)
+		batches, err := record.Split(pr.RecordBatches)
+		if err != nil {
+			return fmt.Errorf("final read of %v: %w", tp, err)
+		}
+		for _, b := range batches {
+			next := b.NextOffset()
+			if b.BaseOffset() >= end {
+				break
+			}
+			skip := isolation == history.ReadCommitted && aborted.skip(b)
+			if !skip && !b.IsControl() {
+				recs, err := b.DecodeRecords()
+				if err != nil {
+					return fmt.Errorf("final read of %v at %d: %w", tp, b.BaseOffset(), err)
+				}
+				for _, r := range recs {
+					out = append(out, history.Record{Offset: b.BaseOffset() + int64(r.OffsetDelta), Message: decodeMessage(r)})
+				}
+			}
+			offset = next
+		}
+		if len(batches) == 0 && offset < end {
+			return fmt.Errorf("final read of %v: no progress at offset %d below end %d", tp, offset, end)
+		}
+	}
+	rec.Complete(id, int64(c.w.Elapsed()), history.OK, history.Result{Records: out})
+	return nil
+}
+
+// abortFilter is a read_committed consumer's bookkeeping: a producer's
+// batches are skipped from the first offset of an aborted transaction until
+// its abort marker.
+type abortFilter struct {
+	pending []kmsg.FetchResponseTopicPartitionAbortedTransaction // by first offset
+	active  map[int64]bool
+}
+
+func newAbortFilter() *abortFilter { return &abortFilter{active: map[int64]bool{}} }
+
+func (f *abortFilter) add(ts []kmsg.FetchResponseTopicPartitionAbortedTransaction) {
+	for _, t := range ts {
+		if !slices.ContainsFunc(f.pending, func(p kmsg.FetchResponseTopicPartitionAbortedTransaction) bool {
+			return p.ProducerID == t.ProducerID && p.FirstOffset == t.FirstOffset
+		}) {
+			f.pending = append(f.pending, t)
+		}
+	}
+	slices.SortFunc(f.pending, func(a, b kmsg.FetchResponseTopicPartitionAbortedTransaction) int {
+		return int(a.FirstOffset - b.FirstOffset)
+	})
+}
+
+func (f *abortFilter) skip(b record.Batch) bool {
+	for len(f.pending) > 0 && f.pending[0].FirstOffset <= b.LastOffset() {
+		f.active[f.pending[0].ProducerID] = true
+		f.pending = f.pending[1:]
+	}
+	if b.IsControl() {
+		if m, err := b.EndTxnMarker(); err == nil && !m.Commit() {
+			delete(f.active, b.ProducerID())
+		}
+		return true
+	}
+	return b.IsTransactional() && f.active[b.ProducerID()]
+}
+
+// Messages travel as key = the message key, value = the value, and a
+// header "source" naming the input value an output derives from.
+func decodeMessage(r record.Record) history.Message {
+	m := history.Message{Key: string(r.Key), Value: string(r.Value)}
+	for _, h := range r.Headers {
+		if h.Key == "source" {
+			m.Source = string(h.Value)
+		}
+	}
+	return m
+}
+
+// finalReadSink reads every output and stored offset from the sink.
+func (c *cluster) finalReadSink(rec *history.Recorder, budget time.Duration) error {
+	n := c.w.Node(adminNode)
+	a := n.Process().(*admin)
+	if a.sink == nil {
+		a.sink = sink.NewClient(a.e, sinkNode, sink.DefaultClientOptions)
+	}
+	id := rec.Invoke(history.Op{Process: "final-reader", Node: adminNode, Kind: history.KindFinalRead, Call: int64(c.w.Elapsed()),
+		FinalRead: &history.FinalRead{Sink: sinkNode, Output: true}})
+	var entries []sink.Entry
+	after := ""
+	deadline := c.w.Now().Add(budget)
+	for {
+		var res sink.ScanResult
+		var err error
+		done := false
+		n.Exec(func() {
+			a.sink.Scan(sink.ScanRange{After: after, Limit: 500}, 5*time.Second, func(r sink.ScanResult, e error) { res, err, done = r, e, true })
+		})
+		if _, werr := c.w.RunWhile(func() bool { return !done }, 10*time.Second); werr != nil {
+			return werr
+		}
+		if !done || err != nil {
+			if c.w.Now() > deadline {
+				return fmt.Errorf("final read of the sink failed: %v", err)
+			}
+			if err := c.w.RunFor(500 * time.Millisecond); err != nil {
+				return err
+			}
+			continue
+		}
+		entries = append(entries, res.Entries...)
+		if !res.More || len(res.Entries) == 0 {
+			break
+		}
+		after = res.Entries[len(res.Entries)-1].Key
+	}
+	var items []history.Message
+	var offsets []history.PartitionOffset
+	for _, e := range entries {
+		switch {
+		case strings.HasPrefix(e.Key, "out/"):
+			items = append(items, history.Message{Key: e.Key, Value: e.Key, Source: string(e.Value)})
+		case strings.HasPrefix(e.Key, "offset/"):
+			parts := strings.Split(e.Key, "/")
+			p, _ := strconv.ParseInt(parts[len(parts)-1], 10, 32)
+			off, _ := strconv.ParseInt(string(e.Value), 10, 64)
+			offsets = append(offsets, history.PartitionOffset{TP: history.TopicPartition{Topic: parts[1], Partition: int32(p)}, Offset: off})
+		}
+	}
+	rec.Complete(id, int64(c.w.Elapsed()), history.OK, history.Result{Items: items, Offsets: offsets})
+	return nil
+}

@@ -1,0 +1,363 @@
+package scenarios
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/kafkasim/kafkasim/broker/client"
+	"github.com/kafkasim/kafkasim/broker/metadata"
+	"github.com/kafkasim/kafkasim/broker/sink"
+	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/history"
+)
+
+// consumerApp is a pipeline stage: it consumes its share of the input
+// partitions, writes one output per input message to the sink, and
+// commits per the scenario's pattern:
+//
+//   - commit-before-process: commit the positions the poll reached, then
+//     write the outputs (a crash in between loses them);
+//   - process-then-commit: write the outputs, then commit (a crash in
+//     between writes them again);
+//   - atomic-with-output: outputs and the next offsets in one conditional
+//     sink write; on start, positions come from the sink, not Kafka;
+//   - with enable.auto.commit, the outputs are written asynchronously and
+//     the consumer's auto-commit commits what the previous poll reached.
+//
+// Every output is a fresh sink key, so processing an input twice shows up
+// as two outputs with the same source.
+type consumerApp struct {
+	wl      *workload
+	index   int
+	e       env.Env
+	rt      *rpcRouter
+	c       *client.Consumer
+	sink    *sink.Client
+	process string
+	tps     []metadata.TopicPartition
+	outputs int // outputs written by this incarnation, for unique keys
+	// versions of the offset keys in the sink (atomic pattern): a write is
+	// conditional on them, which fences a zombie incarnation.
+	versions map[string]uint64
+}
+
+const (
+	pollRecordsMax = 20
+	sinkTimeout    = 5 * time.Second
+	retryBackoff   = 200 * time.Millisecond
+)
+
+func offsetKey(tp metadata.TopicPartition) string {
+	return fmt.Sprintf("offset/%s/%d", tp.Topic, tp.Partition)
+}
+
+func (a *consumerApp) Start(e env.Env) {
+	wl := a.wl
+	a.e = e
+	a.rt = newRPCRouter(e)
+	node := consumerNode(a.index)
+	a.process = wl.process(node)
+	a.sink = sink.NewClient(e, sinkNode, sink.DefaultClientOptions)
+	a.rt.sink = a.sink
+	a.versions = map[string]uint64{}
+	o := client.DefaultConsumerOptions(wl.c.brokers...)
+	o.ConnectionOptions = wl.connection(node)
+	o.GroupID = groupID
+	o.AutoOffsetReset = client.OffsetResetEarliest
+	if wl.s.Consumer.AutoOffsetReset == "latest" {
+		o.AutoOffsetReset = client.OffsetResetLatest
+	}
+	o.IsolationLevel = client.ReadUncommitted
+	if wl.s.Consumer.IsolationLevel == "read_committed" {
+		o.IsolationLevel = client.ReadCommitted
+	}
+	o.EnableAutoCommit = wl.s.Consumer.EnableAutoCommit
+	o.AutoCommitInterval = time.Duration(wl.s.Consumer.AutoCommitIntervalMs) * time.Millisecond
+	o.FetchMaxWait = 200 * time.Millisecond
+	o.OnAutoCommit = a.recordAutoCommit
+	c, err := client.NewConsumer(e, a.rt.Router, o)
+	if err != nil {
+		panic(fmt.Sprintf("scenario %q: consumer options: %v", wl.s.Name, err))
+	}
+	a.c = c
+	for p := a.index; p < wl.s.Cluster.Partitions; p += wl.s.Workload.Consumers {
+		a.tps = append(a.tps, metadata.TopicPartition{Topic: inputTopic, Partition: int32(p)})
+	}
+	c.Assign(a.tps)
+	var parts []history.TopicPartition
+	for _, tp := range a.tps {
+		parts = append(parts, htp(tp))
+	}
+	id := wl.rec.Invoke(history.Op{Process: a.process, Node: node, Kind: history.KindAssign, Call: wl.now(), Assign: &history.Assign{Partitions: parts}})
+	wl.rec.Complete(id, wl.now(), history.OK, history.Result{})
+	if wl.s.Workload.Commit == AtomicWithOutput {
+		a.resume()
+		return
+	}
+	a.poll()
+}
+
+// resume reads the positions stored with the outputs in the sink and seeks
+// there (the atomic pattern's restart).
+func (a *consumerApp) resume() {
+	keys := make([]string, len(a.tps))
+	for i, tp := range a.tps {
+		keys[i] = offsetKey(tp)
+	}
+	a.sink.Get(keys, sinkTimeout, func(r sink.GetResult, err error) {
+		if err != nil {
+			a.e.AfterFunc(retryBackoff, a.resume)
+			return
+		}
+		var seek []history.PartitionOffset
+		for i, entry := range r.Entries {
+			tp := a.tps[i]
+			a.versions[entry.Key] = entry.Version
+			next := int64(0)
+			if entry.Present() {
+				next, _ = strconv.ParseInt(string(entry.Value), 10, 64)
+			}
+			if err := a.c.Seek(tp, next); err != nil {
+				panic(fmt.Sprintf("seek %v: %v", tp, err))
+			}
+			seek = append(seek, history.PartitionOffset{TP: htp(tp), Offset: next})
+		}
+		wl := a.wl
+		id := wl.rec.Invoke(history.Op{Process: a.process, Node: consumerNode(a.index), Kind: history.KindSeek, Call: wl.now(), Seek: &history.Seek{Offsets: seek}})
+		wl.rec.Complete(id, wl.now(), history.OK, history.Result{})
+		a.poll()
+	})
+}
+
+func (a *consumerApp) poll() {
+	wl := a.wl
+	before := map[metadata.TopicPartition]int64{}
+	for _, tp := range a.tps {
+		if pos, ok := a.c.Position(tp); ok {
+			before[tp] = pos
+		}
+	}
+	iso := history.ReadUncommitted
+	if wl.s.Consumer.IsolationLevel == "read_committed" {
+		iso = history.ReadCommitted
+	}
+	id := wl.rec.Invoke(history.Op{Process: a.process, Node: consumerNode(a.index), Kind: history.KindPoll, Call: wl.now(), Poll: &history.Poll{Isolation: iso}})
+	a.c.Poll(pollRecordsMax, 500*time.Millisecond, func(recs []client.Record, err error) {
+		fetched := map[metadata.TopicPartition]*history.Fetch{}
+		var order []metadata.TopicPartition
+		for _, r := range recs {
+			tp := metadata.TopicPartition{Topic: r.Topic, Partition: r.Partition}
+			f := fetched[tp]
+			if f == nil {
+				from, ok := before[tp]
+				if !ok {
+					from = history.NoOffset
+				}
+				f = &history.Fetch{TP: htp(tp), From: from}
+				fetched[tp] = f
+				order = append(order, tp)
+			}
+			f.Records = append(f.Records, history.Record{Offset: r.Offset, Message: decodeClientRecord(r)})
+		}
+		var fs []history.Fetch
+		for _, tp := range order {
+			fs = append(fs, *fetched[tp])
+		}
+		outcome := history.OK
+		if err != nil && len(recs) == 0 {
+			outcome = history.Fail // a poll that returned nothing changed nothing
+		}
+		wl.rec.Complete(id, wl.now(), outcome, history.Result{Fetched: fs, Error: errText(err)})
+		if len(recs) == 0 {
+			a.e.AfterFunc(10*time.Millisecond, a.poll)
+			return
+		}
+		a.handle(recs)
+	})
+}
+
+func decodeClientRecord(r client.Record) history.Message {
+	m := history.Message{Key: string(r.Key), Value: string(r.Value)}
+	for _, h := range r.Headers {
+		if h.Key == "source" {
+			m.Source = string(h.Value)
+		}
+	}
+	return m
+}
+
+// next returns, per partition, the offset after the last record of recs.
+func next(recs []client.Record) map[metadata.TopicPartition]int64 {
+	out := map[metadata.TopicPartition]int64{}
+	for _, r := range recs {
+		out[metadata.TopicPartition{Topic: r.Topic, Partition: r.Partition}] = r.Offset + 1
+	}
+	return out
+}
+
+func (a *consumerApp) handle(recs []client.Record) {
+	positions := next(recs)
+	work := time.Duration(a.wl.s.Workload.ProcessingMs) * time.Millisecond
+	switch {
+	case a.wl.s.Consumer.EnableAutoCommit:
+		// Processing is asynchronous: the next poll (and its auto-commit)
+		// does not wait for the outputs.
+		a.e.AfterFunc(work, func() { a.writeOutputs(recs, nil, func(bool) {}) })
+		a.done(positions)
+		a.poll()
+	case a.wl.s.Workload.Commit == CommitBeforeProcess:
+		a.commit(positions, func(ok bool) {
+			if !ok {
+				a.rewind(recs)
+				return
+			}
+			a.e.AfterFunc(work, func() {
+				a.writeOutputs(recs, nil, func(bool) {
+					a.done(positions)
+					a.poll()
+				})
+			})
+		})
+	case a.wl.s.Workload.Commit == ProcessThenCommit:
+		a.e.AfterFunc(work, func() {
+			a.writeOutputsUntilOK(recs, func() {
+				a.commit(positions, func(bool) {
+					a.done(positions)
+					a.poll()
+				})
+			})
+		})
+	case a.wl.s.Workload.Commit == AtomicWithOutput:
+		a.e.AfterFunc(work, func() {
+			a.writeOutputs(recs, positions, func(ok bool) {
+				if !ok {
+					a.resume() // the sink, not Kafka, says where we are
+					return
+				}
+				a.done(positions)
+				a.poll()
+			})
+		})
+	}
+}
+
+// done tells the outside world how far processing got.
+func (a *consumerApp) done(positions map[metadata.TopicPartition]int64) {
+	for tp, off := range positions {
+		a.wl.processed[tp.Partition] = max(a.wl.processed[tp.Partition], off)
+	}
+}
+
+// rewind seeks back to the first record of recs in each partition, so they
+// are fetched again.
+func (a *consumerApp) rewind(recs []client.Record) {
+	first := map[metadata.TopicPartition]int64{}
+	for _, r := range recs {
+		tp := metadata.TopicPartition{Topic: r.Topic, Partition: r.Partition}
+		if _, ok := first[tp]; !ok {
+			first[tp] = r.Offset
+		}
+	}
+	var seek []history.PartitionOffset
+	for _, tp := range sortedTPs(first) {
+		_ = a.c.Seek(tp, first[tp])
+		seek = append(seek, history.PartitionOffset{TP: htp(tp), Offset: first[tp]})
+	}
+	wl := a.wl
+	id := wl.rec.Invoke(history.Op{Process: a.process, Node: consumerNode(a.index), Kind: history.KindSeek, Call: wl.now(), Seek: &history.Seek{Offsets: seek}})
+	wl.rec.Complete(id, wl.now(), history.OK, history.Result{})
+	a.e.AfterFunc(retryBackoff, a.poll)
+}
+
+func sortedTPs[V any](m map[metadata.TopicPartition]V) []metadata.TopicPartition {
+	out := make([]metadata.TopicPartition, 0, len(m))
+	for tp := range m {
+		out = append(out, tp)
+	}
+	slices.SortFunc(out, func(x, y metadata.TopicPartition) int { return x.Compare(y) })
+	return out
+}
+
+func (a *consumerApp) commit(positions map[metadata.TopicPartition]int64, done func(ok bool)) {
+	wl := a.wl
+	offsets := map[client.TopicPartition]client.OffsetAndMetadata{}
+	var hos []history.PartitionOffset
+	for _, tp := range sortedTPs(positions) {
+		offsets[tp] = client.OffsetAndMetadata{Offset: positions[tp], LeaderEpoch: -1}
+		hos = append(hos, history.PartitionOffset{TP: htp(tp), Offset: positions[tp]})
+	}
+	id := wl.rec.Invoke(history.Op{Process: a.process, Node: consumerNode(a.index), Kind: history.KindCommit, Call: wl.now(), Commit: &history.Commit{Group: groupID, Offsets: hos}})
+	a.c.CommitOffsets(offsets, func(err error) {
+		wl.rec.Complete(id, wl.now(), outcomeOf(client.OutcomeOf(err)), history.Result{Error: errText(err)})
+		done(err == nil)
+	})
+}
+
+func (a *consumerApp) recordAutoCommit(offsets map[client.TopicPartition]client.OffsetAndMetadata, err error) {
+	wl := a.wl
+	var hos []history.PartitionOffset
+	for _, tp := range sortedTPs(offsets) {
+		hos = append(hos, history.PartitionOffset{TP: htp(tp), Offset: offsets[tp].Offset})
+	}
+	now := wl.now()
+	id := wl.rec.Invoke(history.Op{Process: a.process, Node: consumerNode(a.index), Kind: history.KindCommit, Call: now, Commit: &history.Commit{Group: groupID, Offsets: hos}})
+	wl.rec.Complete(id, now, outcomeOf(client.OutcomeOf(err)), history.Result{Error: errText(err)})
+}
+
+// writeOutputs writes one output per record (and, if positions is set,
+// the offsets, conditional on their versions) in one sink write.
+func (a *consumerApp) writeOutputs(recs []client.Record, positions map[metadata.TopicPartition]int64, done func(ok bool)) {
+	wl := a.wl
+	var puts []sink.Put
+	var outs []history.Message
+	for _, r := range recs {
+		a.outputs++
+		key := fmt.Sprintf("out/%s/%06d", a.process, a.outputs)
+		src := string(r.Value)
+		puts = append(puts, sink.Put{Key: key, Value: []byte(src)})
+		outs = append(outs, history.Message{Key: key, Value: key, Source: src})
+	}
+	var conds []sink.Condition
+	var hos []history.PartitionOffset
+	for _, tp := range sortedTPs(positions) {
+		k := offsetKey(tp)
+		puts = append(puts, sink.Put{Key: k, Value: []byte(strconv.FormatInt(positions[tp], 10))})
+		conds = append(conds, sink.IfVersion(k, a.versions[k]))
+		hos = append(hos, history.PartitionOffset{TP: htp(tp), Offset: positions[tp]})
+	}
+	id := wl.rec.Invoke(history.Op{Process: a.process, Node: consumerNode(a.index), Kind: history.KindSinkWrite, Call: wl.now(),
+		SinkWrite: &history.SinkWrite{Sink: sinkNode, Outputs: outs, Offsets: hos}})
+	a.sink.Write(puts, conds, sinkTimeout, func(r sink.Result, err error) {
+		outcome := history.OK
+		switch {
+		case err == nil:
+			for _, tp := range sortedTPs(positions) {
+				a.versions[offsetKey(tp)] = r.Revision
+			}
+		case sink.Definite(err):
+			outcome = history.Fail
+		default:
+			outcome = history.Info
+		}
+		wl.rec.Complete(id, wl.now(), outcome, history.Result{Error: errText(err)})
+		done(err == nil)
+	})
+}
+
+// writeOutputsUntilOK retries the outputs until a write succeeds: the
+// at-least-once pattern's processing.
+func (a *consumerApp) writeOutputsUntilOK(recs []client.Record, then func()) {
+	a.writeOutputs(recs, nil, func(ok bool) {
+		if ok {
+			then()
+			return
+		}
+		a.e.AfterFunc(retryBackoff, func() { a.writeOutputsUntilOK(recs, then) })
+	})
+}
+
+func (a *consumerApp) Connected(c env.ConnID, peer string, in bool) { a.rt.Connected(c, peer, in) }
+func (a *consumerApp) Received(c env.ConnID, f []byte)              { a.rt.Received(c, f) }
+func (a *consumerApp) Closed(c env.ConnID)                          { a.rt.Closed(c) }

@@ -1,0 +1,163 @@
+package scenarios
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/kafkasim/kafkasim/faults"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+// seedsFromEnv reads a seed count from the environment: the default run
+// stays quick, KAFKASIM_SEEDS=1000 go test ./scenarios/ sweeps.
+func seedsFromEnv(name string, def int) int {
+	if v := os.Getenv(name); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			panic(fmt.Sprintf("%s=%q: want a positive number", name, v))
+		}
+		return n
+	}
+	return def
+}
+
+// TestClaimedGuaranteesHold runs every claiming scenario over
+// KAFKASIM_SEEDS seeds (default 5): the claim must hold on each.
+func TestClaimedGuaranteesHold(t *testing.T) {
+	seeds := seedsFromEnv("KAFKASIM_SEEDS", 5)
+	for _, s := range List() {
+		if s.Twin() {
+			continue
+		}
+		t.Run(s.Name, func(t *testing.T) {
+			t.Parallel()
+			for seed := 1; seed <= seeds; seed++ {
+				r, err := Run(s, RunOptions{Seed: uint64(seed)})
+				require.NoError(t, err)
+				require.True(t, r.Holds, "%s seed %d: %s\nrepro: kafkasim run --scenario %s --seed %d", s.Name, seed, r.Summary(), s.Name, seed)
+			}
+		})
+	}
+}
+
+// TestWeakTwinsAreCaught runs every weak twin until a seed shows the
+// violation it must show, within KAFKASIM_TWIN_SEEDS seeds (default 20): a
+// checker that cannot fail is a defect.
+func TestWeakTwinsAreCaught(t *testing.T) {
+	seeds := seedsFromEnv("KAFKASIM_TWIN_SEEDS", 20)
+	for _, s := range List() {
+		if !s.Twin() {
+			continue
+		}
+		t.Run(s.Name, func(t *testing.T) {
+			t.Parallel()
+			for seed := 1; seed <= seeds; seed++ {
+				r, err := Run(s, RunOptions{Seed: uint64(seed)})
+				require.NoError(t, err)
+				require.Empty(t, r.Panic, "seed %d: the code under test panicked:\n%s", seed, r.Stack)
+				if !r.Holds {
+					return
+				}
+			}
+			t.Fatalf("%s never broke %s in %d seeds", s.Name, s.Refutes, seeds)
+		})
+	}
+}
+
+// TestEveryScenarioReplaysByteForByte runs each scenario's first seed
+// twice, once on one core, and requires the same trace hash.
+func TestEveryScenarioReplaysByteForByte(t *testing.T) {
+	for _, s := range List() {
+		t.Run(s.Name, func(t *testing.T) {
+			first, err := Run(s, RunOptions{Seed: 1})
+			require.NoError(t, err)
+			old := runtime.GOMAXPROCS(1)
+			again, err := Run(s, RunOptions{Seed: 1})
+			runtime.GOMAXPROCS(old)
+			require.NoError(t, err)
+			require.Equal(t, first.TraceHash, again.TraceHash)
+			require.Equal(t, first.Events, again.Events)
+			other, err := Run(s, RunOptions{Seed: 2})
+			require.NoError(t, err)
+			require.NotEqual(t, first.TraceHash, other.TraceHash, "seeds 1 and 2 gave the same run")
+		})
+	}
+}
+
+// A replayed schedule gives the run it came from: what `run --faults`
+// relies on.
+func TestSavedScheduleReplaysTheRun(t *testing.T) {
+	s, err := Lookup("acks-all-retries-duplicates")
+	require.NoError(t, err)
+	r, err := Run(s, RunOptions{Seed: 1})
+	require.NoError(t, err)
+	sched := r.Schedule
+	again, err := Run(s, RunOptions{Seed: 1, Faults: &sched})
+	require.NoError(t, err)
+	require.Equal(t, r.TraceHash, again.TraceHash)
+	require.Equal(t, r.Holds, again.Holds)
+}
+
+// Properties per guarantee: rapid draws the fault schedule (as data, so a
+// failure shrinks to a few faults) and the message count; the claim must
+// hold whatever it draws within the scenario's fault class.
+func checkClaimProperty(t *testing.T, name string) {
+	s, err := Lookup(name)
+	require.NoError(t, err)
+	class, err := s.FaultClass()
+	require.NoError(t, err)
+	rapid.Check(t, func(rt *rapid.T) {
+		c := buildCluster(s, simOptions(0))
+		wl := newWorkload(c, nil)
+		o := c.nemesisOptions(wl.topics(), durationOf(s))
+		sched := faults.Gen(class, o).Draw(rt, "faults")
+		messages := rapid.IntRange(1, s.Workload.Messages).Draw(rt, "messages")
+		seed := rapid.Uint64Range(1, 1<<20).Draw(rt, "seed")
+		r, err := Run(s, RunOptions{Seed: seed, Faults: &sched, Messages: messages})
+		if err != nil {
+			rt.Fatalf("run: %v", err)
+		}
+		if !r.Holds {
+			rt.Fatalf("%s broke %s (%s)", name, s.Checked(), r.Failure)
+		}
+	})
+}
+
+func TestPropertyExactlyOnceIntoTheLog(t *testing.T) { checkClaimProperty(t, "acks-all-idempotent") }
+func TestPropertyAtLeastOnceWithRetries(t *testing.T) { checkClaimProperty(t, "acks-all-retries") }
+func TestPropertyAtMostOnceWithAcks0(t *testing.T)    { checkClaimProperty(t, "acks0") }
+func TestPropertyExactlyOnceThroughTheSink(t *testing.T) {
+	checkClaimProperty(t, "pipeline-atomic-sink")
+}
+
+// BenchmarkStandardScenario reports how many seeds of the standard
+// scenario (acks=all, idempotence, crash and network faults) one core runs
+// per second, and the simulator's speed (sim-x: simulated seconds per wall
+// second).
+func BenchmarkStandardScenario(b *testing.B) {
+	s, err := Lookup("acks-all-idempotent")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var simulated float64
+	var events uint64
+	seed := uint64(0)
+	for b.Loop() {
+		seed++
+		r, err := Run(s, RunOptions{Seed: seed})
+		if err != nil {
+			b.Fatal(err)
+		}
+		simulated += r.Simulated.Seconds()
+		events += r.Events
+	}
+	wall := b.Elapsed().Seconds()
+	b.ReportMetric(float64(seed)/wall, "seeds/s")
+	b.ReportMetric(simulated/wall, "sim-x")
+	b.ReportMetric(float64(events)/wall, "events/s")
+}
+

@@ -1,0 +1,222 @@
+package scenarios
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/kafkasim/kafkasim/checkers"
+	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/faults"
+	"github.com/kafkasim/kafkasim/history"
+	"github.com/kafkasim/kafkasim/sim"
+)
+
+// RunOptions shape one run.
+type RunOptions struct {
+	Seed uint64
+	// Faults, if set, replaces the nemesis's schedule (run --faults F, and
+	// shrinking).
+	Faults *faults.Schedule
+	// Messages, if positive, replaces the workload's message count
+	// (shrinking).
+	Messages int
+	// TraceJSON receives the full trace as JSON lines.
+	TraceJSON io.Writer
+	// HTML, if set, is where the visualization of a non-linearizable
+	// partition goes.
+	HTML string
+	// DrainBudget bounds the drain phase; 0 means 60 s.
+	DrainBudget time.Duration
+}
+
+// Result is one run's outcome.
+type Result struct {
+	Scenario string
+	Seed     uint64
+	// Checked is the guarantee judged; Holds whether it held.
+	Checked checkers.Guarantee
+	Holds   bool
+	// Observed is the strongest guarantee that held.
+	Observed checkers.Guarantee
+	Verdict  checkers.Verdict
+	// Kind of failure when !Holds: "safety", "liveness" or "panic".
+	Failure   string
+	Panic     string
+	Stack     string // where the panic happened
+	TraceHash string
+	Schedule  faults.Schedule
+	History   history.History
+	Events    uint64
+	Simulated time.Duration
+}
+
+// Summary is one line about the run.
+func (r *Result) Summary() string {
+	if r.Panic != "" {
+		return "panic: " + r.Panic
+	}
+	return r.Verdict.Summary()
+}
+
+// Phases of a run, in simulated time.
+const (
+	bootstrapBudget = 30 * time.Second
+	finalReadBudget = 60 * time.Second
+)
+
+// Run runs scenario s once with a seed: bootstrap the cluster, run the
+// workload under the fault schedule, heal, drain, read the final state, and
+// check the history. A panic of the code under test is a failed run with
+// Failure "panic"; an error is for the harness itself (bad input, a cluster
+// that never bootstrapped).
+func Run(s Scenario, o RunOptions) (*Result, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	class, _ := s.FaultClass()
+	if o.Messages > 0 {
+		s.Workload.Messages = o.Messages
+	}
+	if o.DrainBudget == 0 {
+		o.DrainBudget = 60 * time.Second
+	}
+	c := buildCluster(s, sim.Options{Seed: o.Seed, TraceJSON: o.TraceJSON})
+	rec := history.NewRecorder()
+	wl := newWorkload(c, rec)
+	wl.addNodes()
+	c.w.AddNode(adminNode, func() env.Process { return &admin{} }).Start()
+	res := &Result{Scenario: s.Name, Seed: o.Seed, Checked: s.Checked()}
+
+	if err := c.w.RunFor(2 * time.Second); err != nil {
+		return res.panicked(c, err)
+	}
+	if err := c.createTopics(wl.topics(), bootstrapBudget); err != nil {
+		return res.harnessFailure(c, err)
+	}
+	duration := time.Duration(s.Workload.DurationMs) * time.Millisecond
+	start := c.w.Now()
+	if o.Faults != nil {
+		res.Schedule = *o.Faults
+	} else {
+		res.Schedule = faults.Generate(c.w.Rand("nemesis"), class, c.nemesisOptions(wl.topics(), duration))
+	}
+	inst, err := faults.Install(c.w, res.Schedule, c, start)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %q: fault schedule: %w", s.Name, err)
+	}
+	inst.OnFire(func(f faults.Fired) {
+		if f.Skipped == "" {
+			t := int64(f.At.Sub(c.w.Now())) + int64(c.w.Elapsed())
+			var nodes []string
+			if f.Node != "" {
+				nodes = append(nodes, f.Node)
+			}
+			rec.Nemesis(t, t, f.Action.String(), nodes...)
+		}
+	})
+	wl.start()
+	if err := c.w.RunUntil(start.Add(duration)); err != nil {
+		return res.panicked(c, err)
+	}
+	c.w.Trace().Note("heal")
+	inst.HealAll(c.faultNodes())
+	c.w.Trace().Note("drain")
+	if _, err := c.w.RunWhile(func() bool { return !wl.drained() }, o.DrainBudget); err != nil {
+		return res.panicked(c, err)
+	}
+	wl.stop()
+	c.w.Trace().Note("final-read")
+	if err := wl.finalReads(); err != nil {
+		if c.w.Err() != nil {
+			return res.panicked(c, c.w.Err())
+		}
+		// A store that cannot be read after heal and drain is itself a
+		// liveness failure of the system under test.
+		res.finish(c)
+		res.History = rec.History()
+		res.Failure = string(checkers.Liveness)
+		res.Observed = checkers.None
+		res.Holds = s.Checked() == checkers.None
+		res.Verdict.Observed = checkers.None
+		res.Verdict.Notes = append(res.Verdict.Notes, err.Error())
+		res.Verdict.Anomalies = append(res.Verdict.Anomalies, checkers.Anomaly{
+			Name: "final-read-stuck", Class: checkers.Liveness, Count: 1,
+			Breaks:    []checkers.Guarantee{checkers.AtLeastOnce, checkers.ExactlyOnce},
+			Witnesses: []checkers.Witness{{Message: err.Error()}},
+		})
+		return res, nil
+	}
+	res.History = rec.History()
+	copts := wl.checkOptions()
+	copts.HTML = o.HTML
+	v, err := checkers.Check(res.History, copts)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %q seed %d: check: %w", s.Name, o.Seed, err)
+	}
+	res.Verdict = v
+	res.Observed = v.Observed
+	res.Holds = v.Holds(s.Checked())
+	if !res.Holds {
+		res.Failure = string(checkers.Safety)
+		if len(v.Safety()) == 0 {
+			res.Failure = string(checkers.Liveness)
+		}
+	}
+	res.finish(c)
+	return res, nil
+}
+
+func (r *Result) finish(c *cluster) {
+	r.TraceHash = c.w.Trace().HashString()
+	r.Events = c.w.Events()
+	r.Simulated = c.w.Elapsed()
+}
+
+// panicked turns a world failure (a panic in the code under test, or a
+// livelock) into a failed result.
+func (r *Result) panicked(c *cluster, err error) (*Result, error) {
+	var pe *sim.PanicError
+	var le *sim.LivelockError
+	if !errors.As(err, &pe) && !errors.As(err, &le) {
+		return nil, err
+	}
+	r.finish(c)
+	r.Failure = "panic"
+	r.Panic = err.Error()
+	if pe != nil {
+		r.Stack = pe.Stack
+	}
+	r.Holds = false
+	r.Observed = checkers.None
+	return r, nil
+}
+
+func (r *Result) harnessFailure(c *cluster, err error) (*Result, error) {
+	if c.w.Err() != nil {
+		return r.panicked(c, c.w.Err())
+	}
+	return nil, err
+}
+
+// Shrink minimizes a failing run's fault schedule and message count: a
+// candidate still fails if it breaks the same guarantee with the same kind
+// of failure. It returns the smallest schedule and size found.
+func Shrink(s Scenario, seed uint64, failing *Result, runsMax int, log func(string, ...any)) (faults.Schedule, int, error) {
+	var harnessErr error
+	fails := func(sched faults.Schedule, size int) bool {
+		r, err := Run(s, RunOptions{Seed: seed, Faults: &sched, Messages: size})
+		if err != nil {
+			harnessErr = err
+			return false
+		}
+		return !r.Holds && r.Failure == failing.Failure
+	}
+	sched, size := faults.Shrink(failing.Schedule, s.Workload.Messages, fails, faults.ShrinkOptions{RunsMax: runsMax, SizeMin: 1, Log: log})
+	return sched, size, harnessErr
+}
+
+func simOptions(seed uint64) sim.Options { return sim.Options{Seed: seed} }
+
+func durationOf(s Scenario) time.Duration { return time.Duration(s.Workload.DurationMs) * time.Millisecond }

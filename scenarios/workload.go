@@ -1,0 +1,278 @@
+package scenarios
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/kafkasim/kafkasim/broker"
+	"github.com/kafkasim/kafkasim/broker/client"
+	"github.com/kafkasim/kafkasim/broker/metadata"
+	"github.com/kafkasim/kafkasim/broker/sink"
+	"github.com/kafkasim/kafkasim/checkers"
+	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/history"
+)
+
+// workload is the outside world of a run: the messages each producer
+// application has to send (and how far it got — a restarted application
+// carries on from there, as one reading a durable source would), what the
+// consumers processed, and the recorder every application reports to.
+type workload struct {
+	c   *cluster
+	s   Scenario
+	rec *history.Recorder
+
+	inputs  [][]history.Message // per producer
+	cursor  []int               // per producer: the next message to send
+	pending []int               // per producer: sends not yet resolved, this incarnation
+	incarn  map[string]int      // per node: how many times its application started
+
+	// processed is, per input partition, the next offset some consumer has
+	// finished with (processed and, per its pattern, committed).
+	processed map[int32]int64
+	stopped   bool
+}
+
+func newWorkload(c *cluster, rec *history.Recorder) *workload {
+	s := c.s
+	wl := &workload{c: c, s: s, rec: rec, incarn: map[string]int{}, processed: map[int32]int64{}}
+	w := s.Workload
+	for p := range w.Producers {
+		var msgs []history.Message
+		for i := p; i < w.Messages; i += w.Producers {
+			msgs = append(msgs, history.Message{Key: fmt.Sprintf("k%d", i%8), Value: fmt.Sprintf("v%d", i)})
+		}
+		wl.inputs = append(wl.inputs, msgs)
+		wl.cursor = append(wl.cursor, 0)
+		wl.pending = append(wl.pending, 0)
+	}
+	for i := range w.Producers {
+		c.clients = append(c.clients, producerNode(i))
+	}
+	if w.Kind == ConsumeProcessSink {
+		c.hasSink = true
+		for i := range w.Consumers {
+			c.clients = append(c.clients, consumerNode(i))
+		}
+	}
+	return wl
+}
+
+func (wl *workload) topics() []string { return []string{inputTopic} }
+
+// now is the history's clock: simulated time since the world began.
+func (wl *workload) now() int64 { return int64(wl.c.w.Elapsed()) }
+
+// addNodes adds the applications (and the sink) to the world, not yet
+// started, so a fault schedule can name them.
+func (wl *workload) addNodes() {
+	w := wl.c.w
+	if wl.c.hasSink {
+		w.AddNode(sinkNode, func() env.Process { return sink.NewServer(sink.DefaultServerOptions) })
+	}
+	for i := range wl.s.Workload.Producers {
+		w.AddNode(producerNode(i), func() env.Process { return &producerApp{wl: wl, index: i} })
+	}
+	if wl.s.Workload.Kind == ConsumeProcessSink {
+		for i := range wl.s.Workload.Consumers {
+			w.AddNode(consumerNode(i), func() env.Process { return &consumerApp{wl: wl, index: i} })
+		}
+	}
+}
+
+// start boots the sink and the applications.
+func (wl *workload) start() {
+	if wl.c.hasSink {
+		wl.c.w.Node(sinkNode).Start()
+	}
+	for _, n := range wl.c.clients {
+		wl.c.w.Node(n).Start()
+	}
+}
+
+// stop ends the applications before the final reads.
+func (wl *workload) stop() {
+	wl.stopped = true
+	for _, n := range wl.c.clients {
+		wl.c.w.Node(n).Crash()
+	}
+}
+
+func (wl *workload) process(node string) string {
+	wl.incarn[node]++
+	return fmt.Sprintf("%s#%d", node, wl.incarn[node])
+}
+
+// produced reports whether every producer sent everything and heard back.
+func (wl *workload) produced() bool {
+	for p := range wl.inputs {
+		if wl.cursor[p] < len(wl.inputs[p]) || wl.pending[p] > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// drained reports whether the system has finished: everything sent, and
+// in a pipeline, every input partition processed to its end.
+func (wl *workload) drained() bool {
+	if !wl.produced() {
+		return false
+	}
+	if wl.s.Workload.Kind != ConsumeProcessSink {
+		return true
+	}
+	for p := range wl.s.Cluster.Partitions {
+		end, ok := wl.c.highWatermark(metadata.TopicPartition{Topic: inputTopic, Partition: int32(p)})
+		if !ok || wl.processed[int32(p)] < end {
+			return false
+		}
+	}
+	return true
+}
+
+// highWatermark is the leader's high watermark of tp, as the cluster knows
+// it now.
+func (c *cluster) highWatermark(tp metadata.TopicPartition) (int64, bool) {
+	img := c.image()
+	if img == nil {
+		return 0, false
+	}
+	p, ok := img.Partition(tp)
+	if !ok || p.Leader < 0 || int(p.Leader) >= len(c.brokers) {
+		return 0, false
+	}
+	b, ok := c.w.Node(c.brokers[p.Leader]).Process().(*broker.Broker)
+	if !ok {
+		return 0, false
+	}
+	s, ok := b.Partition(tp)
+	if !ok || s.Role != "leader" {
+		return 0, false
+	}
+	return s.HighWatermark, true
+}
+
+func (wl *workload) checkOptions() checkers.Options {
+	return checkers.Options{KeyOrder: wl.s.Workload.KeyOrder}
+}
+
+// finalReads read what the system holds after heal and drain: the input
+// topic (the output, for produce-only) and the sink.
+func (wl *workload) finalReads() error {
+	output := wl.s.Workload.Kind == ProduceOnly
+	for p := range wl.s.Cluster.Partitions {
+		tp := metadata.TopicPartition{Topic: inputTopic, Partition: int32(p)}
+		if err := wl.c.finalRead(wl.rec, tp, history.ReadCommitted, output, finalReadBudget); err != nil {
+			return err
+		}
+	}
+	if wl.c.hasSink {
+		return wl.c.finalReadSink(wl.rec, finalReadBudget)
+	}
+	return nil
+}
+
+func (wl *workload) connection(node string) client.ConnectionOptions {
+	o := client.DefaultConnectionOptions(wl.c.brokers...)
+	o.ClientID = node
+	o.RequestTimeout = time.Duration(wl.s.Producer.RequestTimeoutMs) * time.Millisecond
+	o.MetadataMaxAge = 10 * time.Second
+	return o
+}
+
+func outcomeOf(o client.Outcome) history.Outcome {
+	switch o {
+	case client.OK:
+		return history.OK
+	case client.Fail:
+		return history.Fail
+	}
+	return history.Info
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func htp(tp metadata.TopicPartition) history.TopicPartition {
+	return history.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
+}
+
+// producerApp sends its producer's messages, one every interval, each to
+// partition i mod partitions, and records every send.
+type producerApp struct {
+	wl      *workload
+	index   int
+	e       env.Env
+	rt      *rpcRouter
+	p       *client.Producer
+	process string
+}
+
+func (a *producerApp) Start(e env.Env) {
+	wl := a.wl
+	a.e = e
+	a.rt = newRPCRouter(e)
+	node := producerNode(a.index)
+	a.process = wl.process(node)
+	wl.pending[a.index] = 0 // what the last incarnation had in flight is lost with it
+	s := wl.s.Producer
+	o := client.DefaultProducerOptions(wl.c.brokers...)
+	o.ConnectionOptions = wl.connection(node)
+	o.Acks = s.AcksValue()
+	o.EnableIdempotence = s.EnableIdempotence
+	o.Retries = s.Retries
+	o.MaxInFlightRequestsPerConnection = s.MaxInFlightRequestsPerConnection
+	o.DeliveryTimeout = time.Duration(s.DeliveryTimeoutMs) * time.Millisecond
+	o.Linger = time.Duration(s.LingerMs) * time.Millisecond
+	o.Partitioner = client.PartitionerManual
+	p, err := client.NewProducer(e, a.rt.Router, o)
+	if err != nil {
+		panic(fmt.Sprintf("scenario %q: producer options: %v", wl.s.Name, err))
+	}
+	a.p = p
+	e.AfterFunc(a.interval(), a.tick)
+}
+
+// interval spreads a producer's messages over the first 60% of the
+// workload's duration.
+func (a *producerApp) interval() time.Duration {
+	w := a.wl.s.Workload
+	per := max(1, (w.Messages+w.Producers-1)/w.Producers)
+	return max(time.Millisecond, time.Duration(w.DurationMs)*time.Millisecond*6/10/time.Duration(per))
+}
+
+func (a *producerApp) tick() {
+	wl := a.wl
+	i := a.index
+	if wl.cursor[i] >= len(wl.inputs[i]) {
+		return
+	}
+	n := wl.cursor[i]
+	msg := wl.inputs[i][n]
+	wl.cursor[i]++
+	seq := i + n*wl.s.Workload.Producers
+	tp := metadata.TopicPartition{Topic: inputTopic, Partition: int32(seq % wl.s.Cluster.Partitions)}
+	id := wl.rec.Invoke(history.Op{
+		Process: a.process, Node: producerNode(i), Kind: history.KindSend, Call: wl.now(),
+		Send: &history.Send{TP: htp(tp), Messages: []history.Message{msg}, Offset: history.NoOffset},
+	})
+	wl.pending[i]++
+	a.p.Send(client.Record{Topic: tp.Topic, Partition: tp.Partition, Key: []byte(msg.Key), Value: []byte(msg.Value)}, func(r client.SendResult) {
+		wl.pending[i]--
+		offset := history.NoOffset
+		if r.Outcome == client.OK && r.Offset >= 0 {
+			offset = r.Offset
+		}
+		wl.rec.Complete(id, wl.now(), outcomeOf(r.Outcome), history.Result{Offset: offset, Error: errText(r.Err)})
+	})
+	a.e.AfterFunc(a.interval(), a.tick)
+}
+
+func (a *producerApp) Connected(c env.ConnID, peer string, in bool) { a.rt.Connected(c, peer, in) }
+func (a *producerApp) Received(c env.ConnID, f []byte)              { a.rt.Received(c, f) }
+func (a *producerApp) Closed(c env.ConnID)                          { a.rt.Closed(c) }

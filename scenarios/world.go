@@ -1,0 +1,184 @@
+package scenarios
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/kafkasim/kafkasim/broker"
+	"github.com/kafkasim/kafkasim/broker/config"
+	"github.com/kafkasim/kafkasim/broker/controller"
+	"github.com/kafkasim/kafkasim/broker/metadata"
+	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/faults"
+	"github.com/kafkasim/kafkasim/sim"
+)
+
+// Node names of a scenario's world.
+const (
+	controllerNode = "controller"
+	sinkNode       = "sink"
+	adminNode      = "admin" // setup and final reads; never faulted
+	inputTopic     = "input"
+	outputTopic    = "output"
+	groupID        = "pipeline"
+)
+
+func brokerNode(i int) string   { return fmt.Sprintf("broker-%d", i) }
+func producerNode(i int) string { return fmt.Sprintf("producer-%d", i) }
+func consumerNode(i int) string { return fmt.Sprintf("consumer-%d", i) }
+
+// clusterConfig turns a scenario's cluster section into the brokers' knobs.
+func (s Scenario) clusterConfig() config.Cluster {
+	c := config.Default()
+	c.MinInsyncReplicas = s.Cluster.MinInsyncReplicas
+	c.UncleanLeaderElection = s.Cluster.UncleanLeaderElectionEnable
+	if s.Cluster.LogFlushIntervalMessages != nil {
+		c.LogFlushIntervalMessages = *s.Cluster.LogFlushIntervalMessages
+	}
+	c.LeaderEpochTruncation = s.Cluster.KIP101LeaderEpochTruncation
+	c.FetchEpochValidation = s.Cluster.KIP320FetchEpochValidation
+	c.TransactionPartitionVerification = s.Cluster.TransactionPartitionVerification
+	c.EpochBumpPerTransaction = s.Cluster.KIP890EpochBumpPerTransaction
+	c.DefaultReplicationFactor = s.Cluster.ReplicationFactor
+	c.ReplicaLagTimeMax = time.Duration(s.Cluster.ReplicaLagTimeMaxMs) * time.Millisecond
+	c.OffsetsTopicReplicationFactor = min(3, s.Cluster.Brokers)
+	c.TransactionTopicReplicationFactor = min(3, s.Cluster.Brokers)
+	return c
+}
+
+// cluster is a scenario's world and its cast.
+type cluster struct {
+	w       *sim.World
+	s       Scenario
+	cfg     config.Cluster
+	brokers []string
+	clients []string // producer and consumer application nodes
+	hasSink bool
+}
+
+func buildCluster(s Scenario, o sim.Options) *cluster {
+	c := &cluster{w: sim.New(o), s: s, cfg: s.clusterConfig()}
+	cfg := c.cfg
+	c.w.AddNode(controllerNode, func() env.Process { return controller.New(cfg) }).Start()
+	for i := range s.Cluster.Brokers {
+		name := brokerNode(i)
+		c.brokers = append(c.brokers, name)
+		id := int32(i)
+		c.w.AddNode(name, func() env.Process {
+			return broker.New(broker.Options{ID: id, Controller: controllerNode, ClusterID: "kafkasim", Cluster: cfg})
+		}).Start()
+	}
+	return c
+}
+
+// image is the cluster as the controller sees it, or, while the controller
+// is down, as the first running broker last heard.
+func (c *cluster) image() *metadata.Image {
+	if ctl, ok := c.w.Node(controllerNode).Process().(*controller.Controller); ok {
+		if img := ctl.Image(); img != nil {
+			return img
+		}
+	}
+	for _, b := range c.brokers {
+		if br, ok := c.w.Node(b).Process().(*broker.Broker); ok && br.Image() != nil {
+			return br.Image()
+		}
+	}
+	return nil
+}
+
+// Resolve implements faults.Resolver over the live cluster.
+func (c *cluster) Resolve(t faults.Target, r *env.Rand) (string, bool) {
+	pick := func(names []string) (string, bool) {
+		if len(names) == 0 {
+			return "", false
+		}
+		return names[r.Intn(len(names))], true
+	}
+	partition := func(topic string, key string, tp metadata.TopicPartition) (metadata.Partition, bool) {
+		img := c.image()
+		if img == nil {
+			return metadata.Partition{}, false
+		}
+		if key != "" {
+			t := img.Topics[topic]
+			if t == nil {
+				return metadata.Partition{}, false
+			}
+			tp = metadata.TopicPartition{Topic: topic, Partition: metadata.PartitionFor(key, len(t.Partitions))}
+		}
+		return img.Partition(tp)
+	}
+	leader := func(p metadata.Partition, ok bool) (string, bool) {
+		if !ok || p.Leader < 0 || int(p.Leader) >= len(c.brokers) {
+			return "", false
+		}
+		return c.brokers[p.Leader], true
+	}
+	switch t.Role {
+	case faults.RoleLeader:
+		return leader(partition("", "", metadata.TopicPartition{Topic: t.Topic, Partition: t.Partition}))
+	case faults.RoleFollower:
+		p, ok := partition("", "", metadata.TopicPartition{Topic: t.Topic, Partition: t.Partition})
+		if !ok {
+			return "", false
+		}
+		var fs []string
+		for _, r := range p.Replicas {
+			if r != p.Leader && int(r) < len(c.brokers) {
+				fs = append(fs, c.brokers[r])
+			}
+		}
+		return pick(fs)
+	case faults.RoleController:
+		return controllerNode, true
+	case faults.RoleGroupCoordinator:
+		return leader(partition(metadata.OffsetsTopic, t.Name, metadata.TopicPartition{}))
+	case faults.RoleTxnCoordinator:
+		return leader(partition(metadata.TransactionTopic, t.Name, metadata.TopicPartition{}))
+	case faults.RoleRandomBroker:
+		return pick(c.brokers)
+	case faults.RoleClient:
+		var running []string
+		for _, n := range c.clients {
+			if c.w.Node(n).Running() {
+				running = append(running, n)
+			}
+		}
+		return pick(running)
+	}
+	return "", false
+}
+
+// faultNodes lists every node faults may touch, for HealAll.
+func (c *cluster) faultNodes() []string {
+	nodes := append([]string{controllerNode}, c.brokers...)
+	if c.hasSink {
+		nodes = append(nodes, sinkNode)
+	}
+	return append(nodes, c.clients...)
+}
+
+// nemesisOptions tell the nemesis the cast and the roles it may aim at.
+func (c *cluster) nemesisOptions(topics []string, duration time.Duration) faults.Options {
+	o := faults.Options{
+		Duration:   duration,
+		Brokers:    slices.Clone(c.brokers),
+		Controller: controllerNode,
+		Clients:    slices.Clone(c.clients),
+	}
+	if c.hasSink {
+		o.Sink = sinkNode
+		o.Groups = []string{groupID}
+	}
+	for _, t := range topics {
+		for p := range c.s.Cluster.Partitions {
+			o.Partitions = append(o.Partitions, faults.TopicPartition{Topic: t, Partition: int32(p)})
+		}
+	}
+	if c.s.Cluster.ReplicationFactor < c.s.Cluster.Brokers {
+		o.DiskFaultyMax = (c.s.Cluster.ReplicationFactor - 1) / 2
+	}
+	return o
+}
