@@ -127,7 +127,7 @@ func checkClaimProperty(t *testing.T, name string) {
 	})
 }
 
-func TestPropertyExactlyOnceIntoTheLog(t *testing.T) { checkClaimProperty(t, "acks-all-idempotent") }
+func TestPropertyExactlyOnceIntoTheLog(t *testing.T)  { checkClaimProperty(t, "acks-all-idempotent") }
 func TestPropertyAtLeastOnceWithRetries(t *testing.T) { checkClaimProperty(t, "acks-all-retries") }
 func TestPropertyAtMostOnceWithAcks0(t *testing.T)    { checkClaimProperty(t, "acks0") }
 func TestPropertyExactlyOnceThroughTheSink(t *testing.T) {
@@ -160,4 +160,3 @@ func BenchmarkStandardScenario(b *testing.B) {
 	b.ReportMetric(simulated/wall, "sim-x")
 	b.ReportMetric(float64(events)/wall, "events/s")
 }
-

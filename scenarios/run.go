@@ -219,4 +219,6 @@ func Shrink(s Scenario, seed uint64, failing *Result, runsMax int, log func(stri
 
 func simOptions(seed uint64) sim.Options { return sim.Options{Seed: seed} }
 
-func durationOf(s Scenario) time.Duration { return time.Duration(s.Workload.DurationMs) * time.Millisecond }
+func durationOf(s Scenario) time.Duration {
+	return time.Duration(s.Workload.DurationMs) * time.Millisecond
+}
