@@ -13,31 +13,46 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// coordinator is the group coordinator (and, later, the transaction
-// coordinator) of the internal partitions this broker leads. A group's
-// committed offsets live in the __consumer_offsets partition its id hashes
-// to; the leader of that partition serves it, from a cache loaded from the
-// partition's log when it takes over.
+// coordinator is the group coordinator and, through txn, the transaction
+// coordinator of the internal partitions this broker leads. A group's
+// committed offsets and membership live in the __consumer_offsets
+// partition its id hashes to; the leader of that partition serves it, from
+// a cache loaded from the partition's log when it takes over.
 type coordinator struct {
 	b        *Broker
 	loaded   map[int32]int32 // offsets partition → leader epoch its groups were loaded in
 	groups   map[string]*group
 	creating bool // asked the controller for the internal topics
+	txn      *txnCoordinator
 }
 
 type group struct {
 	id      string
 	offsets map[metadata.TopicPartition]committedOffset
+	// pendingTxnOffsets are offsets committed inside open transactions, by
+	// producer id: the producer's commit marker on the offsets partition
+	// makes them committed offsets, its abort marker drops them.
+	pendingTxnOffsets map[int64]map[metadata.TopicPartition]committedOffset
+	// pendingCommits counts OffsetCommit writes in flight per partition: an
+	// OffsetFetch with require_stable must not read around them either.
+	pendingCommits map[metadata.TopicPartition]int
+	membership     // the classic group protocol's state, group.go
 }
 
 type committedOffset struct {
 	Offset      int64
 	LeaderEpoch int32
 	Metadata    string
+	// LogOffset is where the commit sits in the offsets partition: a
+	// transaction's offsets replace a plain commit only if written after
+	// it, as Kafka orders them.
+	LogOffset int64
 }
 
 func newCoordinator(b *Broker) *coordinator {
-	return &coordinator{b: b, loaded: map[int32]int32{}, groups: map[string]*group{}}
+	c := &coordinator{b: b, loaded: map[int32]int32{}, groups: map[string]*group{}}
+	c.txn = newTxnCoordinator(c)
+	return c
 }
 
 func (c *coordinator) offsetsPartition(groupID string) metadata.TopicPartition {
@@ -48,12 +63,13 @@ func (c *coordinator) offsetsPartition(groupID string) metadata.TopicPartition {
 // and forgets those of partitions it no longer leads.
 func (c *coordinator) metadataChanged() {
 	b := c.b
-	for part, epoch := range c.loaded {
+	for _, part := range sortedInt32Keys(c.loaded) {
 		p := b.partitions[metadata.TopicPartition{Topic: metadata.OffsetsTopic, Partition: part}]
-		if p == nil || p.role != roleLeader || p.state.LeaderEpoch != epoch {
+		if p == nil || p.role != roleLeader || p.state.LeaderEpoch != c.loaded[part] {
 			delete(c.loaded, part)
-			for id := range c.groups {
+			for _, id := range sortedStringKeys(c.groups) {
 				if c.offsetsPartition(id).Partition == part {
+					c.unloadGroup(c.groups[id])
 					delete(c.groups, id)
 				}
 			}
@@ -72,11 +88,15 @@ func (c *coordinator) metadataChanged() {
 			return
 		}
 		c.loaded[tp.Partition] = p.state.LeaderEpoch
+		c.resumeGroups(tp.Partition)
 	}
+	c.txn.metadataChanged()
 }
 
 // load replays an offsets partition's whole log: as its new leader, what it
-// holds is what will commit.
+// holds is what will commit. Offsets written in a transaction stay pending
+// until their producer's marker follows; group metadata records restore
+// each group's last generation.
 func (c *coordinator) load(p *partition) error {
 	from := p.log.LogStartOffset()
 	for from < p.log.LogEndOffset() {
@@ -94,6 +114,11 @@ func (c *coordinator) load(p *partition) error {
 		for _, bt := range batches {
 			from = bt.NextOffset()
 			if bt.IsControl() {
+				m, err := bt.EndTxnMarker()
+				if err != nil {
+					return err
+				}
+				c.completeTxnOffsets(p.tp.Partition, bt.ProducerID(), m.Commit())
 				continue
 			}
 			recs, err := bt.DecodeRecords()
@@ -101,7 +126,12 @@ func (c *coordinator) load(p *partition) error {
 				return err
 			}
 			for _, r := range recs {
-				c.apply(r.Key, r.Value)
+				off := bt.BaseOffset() + int64(r.OffsetDelta)
+				if bt.IsTransactional() {
+					c.applyTxnOffset(bt.ProducerID(), r.Key, r.Value, off)
+				} else {
+					c.apply(r.Key, r.Value, off)
+				}
 			}
 		}
 	}
@@ -112,14 +142,26 @@ func (c *coordinator) load(p *partition) error {
 func (c *coordinator) group(id string) *group {
 	g := c.groups[id]
 	if g == nil {
-		g = &group{id: id, offsets: map[metadata.TopicPartition]committedOffset{}}
+		g = &group{
+			id:                id,
+			offsets:           map[metadata.TopicPartition]committedOffset{},
+			pendingTxnOffsets: map[int64]map[metadata.TopicPartition]committedOffset{},
+			pendingCommits:    map[metadata.TopicPartition]int{},
+			membership:        newMembership(),
+		}
 		c.groups[id] = g
 	}
 	return g
 }
 
-// apply folds one __consumer_offsets record into the cache.
-func (c *coordinator) apply(key, value []byte) {
+// apply folds one __consumer_offsets record, at offset off of the
+// partition, into the cache: an offset commit (key versions 0 and 1) or a
+// group's metadata (key version 2).
+func (c *coordinator) apply(key, value []byte, off int64) {
+	if gid, ok := decodeGroupKey(key); ok {
+		c.applyGroupMetadata(gid, value)
+		return
+	}
 	gid, tp, ok := decodeOffsetKey(key)
 	if !ok {
 		return
@@ -130,6 +172,7 @@ func (c *coordinator) apply(key, value []byte) {
 		return
 	}
 	if o, ok := decodeOffsetValue(value); ok {
+		o.LogOffset = off
 		g.offsets[tp] = o
 	}
 }
@@ -145,7 +188,7 @@ func encodeOffsetKey(group string, tp metadata.TopicPartition) []byte {
 }
 
 func decodeOffsetKey(b []byte) (string, metadata.TopicPartition, bool) {
-	if len(b) < 2 || binary.BigEndian.Uint16(b) != 1 {
+	if len(b) < 2 || binary.BigEndian.Uint16(b) > 1 {
 		return "", metadata.TopicPartition{}, false
 	}
 	g, b, ok1 := readString(b[2:])
@@ -308,13 +351,14 @@ func (c *coordinator) handleOffsetCommit(r *rpc.Request, req *kmsg.OffsetCommitR
 	}
 	p, code := c.serving(req.Group)
 	if code == 0 {
-		code = c.checkMember(req.Group, req.Generation, req.MemberID)
+		code = c.validateOffsetCommit(c.groups[req.Group], req.MemberID, req.Generation, false, req.Version)
 	}
 	if code != 0 {
 		fill(code)
 		r.Respond(resp)
 		return
 	}
+	g := c.group(req.Group)
 	now := b.e.Now()
 	var recs []record.Record
 	var tps []metadata.TopicPartition
@@ -331,10 +375,16 @@ func (c *coordinator) handleOffsetCommit(r *rpc.Request, req *kmsg.OffsetCommitR
 			vals = append(vals, o)
 		}
 	}
-	c.appendCommitted(p, recs, func(code int16) {
-		if code == 0 {
-			g := c.group(req.Group)
-			for i, tp := range tps {
+	for _, tp := range tps {
+		g.pendingCommits[tp]++
+	}
+	c.appendCommittedBatch(p, record.NewHeader(), recs, func(base int64, code int16) {
+		for i, tp := range tps {
+			if g.pendingCommits[tp]--; g.pendingCommits[tp] <= 0 {
+				delete(g.pendingCommits, tp)
+			}
+			if code == 0 && c.groups[g.id] == g {
+				vals[i].LogOffset = base + int64(i)
 				g.offsets[tp] = vals[i]
 			}
 		}
@@ -343,43 +393,51 @@ func (c *coordinator) handleOffsetCommit(r *rpc.Request, req *kmsg.OffsetCommitR
 	})
 }
 
-// checkMember fences commits from stale group members. Until groups have
-// members (consumers using assign()), any commit with generation -1 is a
-// simple consumer's and is allowed, as Kafka allows it for empty groups.
-func (c *coordinator) checkMember(groupID string, generation int32, memberID string) int16 {
-	if generation < 0 && memberID == "" {
-		return 0
-	}
-	return kerr.IllegalGeneration.Code
-}
-
 // appendCommitted appends records to an internal partition as leader and
 // calls done with 0 once they are committed (the high watermark passed
 // them), or with the error that stopped them.
 func (c *coordinator) appendCommitted(p *partition, recs []record.Record, done func(code int16)) {
+	c.appendCommittedBatch(p, record.NewHeader(), recs, func(_ int64, code int16) { done(code) })
+}
+
+// appendCommittedBatch is appendCommitted for a batch with header h (a
+// transactional offset commit carries its producer's id, epoch and
+// sequence); done also gets the offset of the first record.
+func (c *coordinator) appendCommittedBatch(p *partition, h record.BatchHeader, recs []record.Record, done func(base int64, code int16)) {
 	b := c.b
-	h := record.NewHeader()
 	h.FirstTimestamp = b.e.Now().UnixMilli()
 	batch, err := record.Encode(h, recs)
 	if err != nil {
-		done(kerr.UnknownServerError.Code)
+		done(-1, kerr.UnknownServerError.Code)
 		return
 	}
 	res, code := b.appendAsLeader(p.tp, batch, -1)
 	if code != 0 {
-		done(coordinatorCode(code))
+		done(-1, coordinatorCode(code))
 		return
 	}
-	w := &delayedAppend{p: p, epoch: p.state.LeaderEpoch, required: res.LastOffset + 1, done: done}
+	c.awaitCommitted(p, res.LastOffset+1, func(code int16) { done(res.FirstOffset, code) })
+}
+
+// awaitCommitted calls done with 0 once p's high watermark reaches
+// required, with NOT_COORDINATOR if p loses its leadership first, or with
+// REQUEST_TIMED_OUT after internalAppendTimeout.
+func (c *coordinator) awaitCommitted(p *partition, required int64, done func(code int16)) {
+	w := &delayedAppend{p: p, epoch: p.state.LeaderEpoch, required: required, done: done}
 	if !w.wake() {
 		p.waiters = append(p.waiters, w)
-		w.timer = b.e.AfterFunc(5*time.Second, func() {
+		w.timer = c.b.e.AfterFunc(internalAppendTimeout, func() {
 			if !w.finished {
 				w.finish(kerr.RequestTimedOut.Code)
 			}
 		})
 	}
 }
+
+// internalAppendTimeout bounds how long a coordinator waits for its write
+// to an internal partition to commit (Kafka: the request's timeout, or
+// offsets.commit.timeout.ms = 5 s).
+const internalAppendTimeout = 5 * time.Second
 
 // coordinatorCode maps a partition error to what a coordinator answers.
 func coordinatorCode(code int16) int16 {
@@ -468,8 +526,17 @@ func (c *coordinator) handleOffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.Offs
 				for _, part := range rt.Partitions {
 					pr := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 					pr.Partition, pr.Offset, pr.LeaderEpoch = part, -1, -1
+					tp := metadata.TopicPartition{Topic: rt.Topic, Partition: part}
+					if req.RequireStable && g != nil && g.hasPendingCommit(tp) {
+						// A transaction (or a plain commit) may still move
+						// this offset: a read_committed consumer must not
+						// start from the old one (KIP-447).
+						pr.ErrorCode = kerr.UnstableOffsetCommit.Code
+						tr.Partitions = append(tr.Partitions, pr)
+						continue
+					}
 					if g != nil {
-						if o, ok := g.offsets[metadata.TopicPartition{Topic: rt.Topic, Partition: part}]; ok {
+						if o, ok := g.offsets[tp]; ok {
 							pr.Offset, pr.LeaderEpoch = o.Offset, o.LeaderEpoch
 							pr.Metadata = kmsg.StringPtr(o.Metadata)
 						}
@@ -499,13 +566,8 @@ func (c *coordinator) handleOffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.Offs
 	return resp
 }
 
-// Transactions arrive with the transactions issue; these are their seams.
-
-func (c *coordinator) verifyTxnPartition(string, metadata.TopicPartition, []byte) int16 { return 0 }
-
+// handleInitTransactionalProducer is InitProducerId with a transactional
+// id: the transaction coordinator's (txn_coordinator.go).
 func (c *coordinator) handleInitTransactionalProducer(r *rpc.Request, req *kmsg.InitProducerIDRequest) {
-	resp := kmsg.NewPtrInitProducerIDResponse()
-	resp.ProducerID, resp.ProducerEpoch = -1, -1
-	resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
-	r.Respond(resp)
+	c.txn.handleInitProducerID(r, req)
 }

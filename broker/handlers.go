@@ -37,6 +37,24 @@ func (b *Broker) serve(r *rpc.Request) {
 		b.coordinators.handleOffsetCommit(r, req)
 	case *kmsg.OffsetFetchRequest:
 		r.Respond(b.coordinators.handleOffsetFetch(req))
+	case *kmsg.JoinGroupRequest:
+		b.coordinators.handleJoinGroup(r, req)
+	case *kmsg.SyncGroupRequest:
+		b.coordinators.handleSyncGroup(r, req)
+	case *kmsg.HeartbeatRequest:
+		b.coordinators.handleHeartbeat(r, req)
+	case *kmsg.LeaveGroupRequest:
+		b.coordinators.handleLeaveGroup(r, req)
+	case *kmsg.TxnOffsetCommitRequest:
+		b.coordinators.handleTxnOffsetCommit(r, req)
+	case *kmsg.AddPartitionsToTxnRequest:
+		b.coordinators.txn.handleAddPartitionsToTxn(r, req)
+	case *kmsg.AddOffsetsToTxnRequest:
+		b.coordinators.txn.handleAddOffsetsToTxn(r, req)
+	case *kmsg.EndTxnRequest:
+		b.coordinators.txn.handleEndTxn(r, req)
+	case *kmsg.WriteTxnMarkersRequest:
+		b.coordinators.txn.handleWriteTxnMarkers(r, req)
 	default:
 		b.e.Log("unhandled-request", "api", r.Header.Name())
 		r.CloseConn()
@@ -49,6 +67,7 @@ func (b *Broker) checkInvariants() {
 	for _, tp := range sortedKeys(b.partitions) {
 		b.partitions[tp].checkInvariants()
 	}
+	b.coordinators.checkInvariants()
 }
 
 func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {

@@ -15,8 +15,24 @@ import (
 
 // handleProduce appends each partition's batch as leader and answers at
 // once (acks 1), never (acks 0), or once the high watermark passes every
-// batch (acks all) — within the request's timeout.
+// batch (acks all) — within the request's timeout. With
+// transaction.partition.verification.enable, a transactional batch that
+// would open the producer's transaction in a partition waits until the
+// transaction coordinator confirms the partition was added (KIP-890 part
+// 1); the connection's next request waits too.
 func (b *Broker) handleProduce(r *rpc.Request, req *kmsg.ProduceRequest) {
+	if req.TransactionID != nil && b.cfg.TransactionPartitionVerification {
+		b.coordinators.txn.verifyProduce(req, func(refused map[metadata.TopicPartition]int16) {
+			b.produce(r, req, refused)
+		})
+		return
+	}
+	b.produce(r, req, nil)
+}
+
+// produce is handleProduce once verification is done; refused holds the
+// partitions it failed, with their error codes.
+func (b *Broker) produce(r *rpc.Request, req *kmsg.ProduceRequest, refused map[metadata.TopicPartition]int16) {
 	resp := kmsg.NewPtrProduceResponse()
 	d := &delayedProduce{b: b, r: r, req: req, resp: resp}
 	for _, rt := range req.Topics {
@@ -26,12 +42,10 @@ func (b *Broker) handleProduce(r *rpc.Request, req *kmsg.ProduceRequest) {
 			pr := kmsg.NewProduceResponseTopicPartition()
 			pr.Partition = rp.Partition
 			tp := metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
-			if req.TransactionID != nil && b.cfg.TransactionPartitionVerification {
-				if code := b.coordinators.verifyTxnPartition(*req.TransactionID, tp, rp.Records); code != 0 {
-					pr.ErrorCode = code
-					tr.Partitions = append(tr.Partitions, pr)
-					continue
-				}
+			if code, ok := refused[tp]; ok {
+				pr.ErrorCode, pr.BaseOffset, pr.LogAppendTime = code, -1, -1
+				tr.Partitions = append(tr.Partitions, pr)
+				continue
 			}
 			res, code := b.appendAsLeader(tp, rp.Records, req.Acks)
 			pr.ErrorCode = code

@@ -15,8 +15,17 @@ var Versions = wire.NewVersions(
 	wire.Range{Key: 8, Min: 2, Max: 9},  // OffsetCommit
 	wire.Range{Key: 9, Min: 1, Max: 9},  // OffsetFetch
 	wire.Range{Key: 10, Min: 0, Max: 4}, // FindCoordinator
+	wire.Range{Key: 11, Min: 0, Max: 9}, // JoinGroup
+	wire.Range{Key: 12, Min: 0, Max: 4}, // Heartbeat
+	wire.Range{Key: 13, Min: 0, Max: 5}, // LeaveGroup
+	wire.Range{Key: 14, Min: 0, Max: 5}, // SyncGroup
 	wire.Range{Key: 18, Min: 0, Max: 3}, // ApiVersions
 	wire.Range{Key: 19, Min: 0, Max: 7}, // CreateTopics
 	wire.Range{Key: 22, Min: 0, Max: 4}, // InitProducerId
 	wire.Range{Key: 23, Min: 0, Max: 4}, // OffsetForLeaderEpoch
+	wire.Range{Key: 24, Min: 0, Max: 5}, // AddPartitionsToTxn (v4+: brokers only, VerifyOnly)
+	wire.Range{Key: 25, Min: 0, Max: 4}, // AddOffsetsToTxn
+	wire.Range{Key: 26, Min: 0, Max: 5}, // EndTxn (v5: KIP-890 epoch bump)
+	wire.Range{Key: 27, Min: 0, Max: 2}, // WriteTxnMarkers (brokers)
+	wire.Range{Key: 28, Min: 0, Max: 5}, // TxnOffsetCommit (v6 is by topic id)
 )

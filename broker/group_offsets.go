@@ -1,0 +1,425 @@
+package broker
+
+import (
+	"encoding/binary"
+	"slices"
+	"time"
+
+	"github.com/kafkasim/kafkasim/broker/metadata"
+	"github.com/kafkasim/kafkasim/broker/record"
+	"github.com/kafkasim/kafkasim/broker/rpc"
+	"github.com/kafkasim/kafkasim/env"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// validateOffsetCommit is Kafka's fence on offset commits
+// (ClassicGroup.validateOffsetCommit): a commit naming a member or a
+// generation must come from a current member in the current generation;
+// one naming neither (generation -1, no member: a consumer using assign())
+// is accepted only while the group has no members — except transactional
+// commits, whose older versions carry no member at all. A plain commit
+// while the group awaits its leader's assignment is told
+// REBALANCE_IN_PROGRESS.
+func (c *coordinator) validateOffsetCommit(g *group, memberID string, generation int32, transactional bool, version int16) int16 {
+	if g == nil {
+		switch {
+		case generation < 0:
+			return 0 // a simple consumer's group, created by the commit
+		case !transactional && version >= 9:
+			return kerr.GroupIDNotFound.Code
+		}
+		return kerr.IllegalGeneration.Code
+	}
+	if g.state == groupDead {
+		return kerr.CoordinatorNotAvailable.Code
+	}
+	if generation < 0 && g.state == groupEmpty {
+		return 0
+	}
+	if generation >= 0 || memberID != "" {
+		if g.members[memberID] == nil {
+			return kerr.UnknownMemberID.Code
+		}
+		if generation != g.generation {
+			return kerr.IllegalGeneration.Code
+		}
+	} else if !transactional && g.state != groupEmpty {
+		return kerr.UnknownMemberID.Code
+	}
+	if !transactional && g.state == groupCompletingRebalance {
+		return kerr.RebalanceInProgress.Code
+	}
+	return 0
+}
+
+// hasPendingCommit reports offsets for tp that may still change: written
+// in an open transaction, or a plain commit not yet committed.
+func (g *group) hasPendingCommit(tp metadata.TopicPartition) bool {
+	if g.pendingCommits[tp] > 0 {
+		return true
+	}
+	for _, pend := range g.pendingTxnOffsets {
+		if _, ok := pend[tp]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// handleTxnOffsetCommit writes offsets into the producer's transaction
+// (sendOffsetsToTransaction): a transactional batch on the group's
+// offsets partition, carrying the producer's id and epoch, so the
+// partition holds it open until the transaction coordinator's marker
+// commits or aborts it. Fenced like OffsetCommit by generation and member
+// (KIP-447), and by producer epoch at the log.
+func (c *coordinator) handleTxnOffsetCommit(r *rpc.Request, req *kmsg.TxnOffsetCommitRequest) {
+	resp := kmsg.NewPtrTxnOffsetCommitResponse()
+	respond := func(code int16) {
+		for _, rt := range req.Topics {
+			tr := kmsg.NewTxnOffsetCommitResponseTopic()
+			tr.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				pr := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+				pr.Partition, pr.ErrorCode = rp.Partition, code
+				tr.Partitions = append(tr.Partitions, pr)
+			}
+			resp.Topics = append(resp.Topics, tr)
+		}
+		r.Respond(resp)
+	}
+	generation, memberID := int32(-1), ""
+	if req.Version >= 3 {
+		generation, memberID = req.Generation, req.MemberID
+	}
+	validate := func() (*partition, int16) {
+		p, code := c.serving(req.Group)
+		if code == 0 {
+			code = c.validateOffsetCommit(c.groups[req.Group], memberID, generation, true, req.Version)
+		}
+		return p, code
+	}
+	p, code := validate()
+	if code != 0 {
+		respond(code)
+		return
+	}
+	write := func() {
+		p, code := validate() // again: the verification took a round trip
+		if code != 0 {
+			respond(code)
+			return
+		}
+		c.writeTxnOffsets(p, req, respond)
+	}
+	if !c.b.cfg.TransactionPartitionVerification {
+		write()
+		return
+	}
+	// KIP-890 part 1 for the offsets partition: an offset commit arriving
+	// after its transaction ended must not open a new one here, or every
+	// require_stable OffsetFetch of the group would stall behind it.
+	v := txnVerification{tp: p.tp, pid: req.ProducerID, epoch: req.ProducerEpoch}
+	c.txn.verify(req.TransactionalID, []txnVerification{v}, func(codes map[metadata.TopicPartition]int16) {
+		if code := codes[p.tp]; code != 0 {
+			switch produceVerificationCode(code) {
+			case kerr.NotEnoughReplicas.Code:
+				code = kerr.CoordinatorLoadInProgress.Code // retriable, and this coordinator stays right
+			case kerr.InvalidProducerEpoch.Code:
+				code = fencedCode(req.Version, 3)
+			}
+			respond(code)
+			return
+		}
+		write()
+	})
+}
+
+func (c *coordinator) writeTxnOffsets(p *partition, req *kmsg.TxnOffsetCommitRequest, respond func(int16)) {
+	g := c.group(req.Group)
+	now := c.b.e.Now()
+	var recs []record.Record
+	var tps []metadata.TopicPartition
+	var vals []committedOffset
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			tp := metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
+			o := committedOffset{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch}
+			if rp.Metadata != nil {
+				o.Metadata = *rp.Metadata
+			}
+			recs = append(recs, record.Record{Key: encodeOffsetKey(req.Group, tp), Value: encodeOffsetValue(o, now)})
+			tps = append(tps, tp)
+			vals = append(vals, o)
+		}
+	}
+	if len(recs) == 0 {
+		respond(0)
+		return
+	}
+	h := record.NewHeader()
+	h.Attributes = record.AttrTransactional
+	h.ProducerID, h.ProducerEpoch = req.ProducerID, req.ProducerEpoch
+	h.BaseSequence = 0
+	if s, ok := p.log.Producer(req.ProducerID); ok && s.ProducerEpoch == req.ProducerEpoch && s.LastSequence != record.NoSequence {
+		h.BaseSequence = record.IncrementSequence(s.LastSequence, 1)
+	}
+	c.appendCommittedBatch(p, h, recs, func(base int64, code int16) {
+		if code == kerr.InvalidProducerEpoch.Code {
+			code = fencedCode(req.Version, 3)
+		}
+		if code == 0 && c.groups[g.id] == g {
+			pend := g.pendingTxnOffsets[req.ProducerID]
+			if pend == nil {
+				pend = map[metadata.TopicPartition]committedOffset{}
+				g.pendingTxnOffsets[req.ProducerID] = pend
+			}
+			for i, tp := range tps {
+				vals[i].LogOffset = base + int64(i)
+				pend[tp] = vals[i]
+			}
+		}
+		respond(code)
+	})
+}
+
+// applyTxnOffset folds a transactional offset record, found while loading
+// the partition, in as pending.
+func (c *coordinator) applyTxnOffset(pid int64, key, value []byte, off int64) {
+	gid, tp, ok := decodeOffsetKey(key)
+	if !ok || value == nil {
+		return
+	}
+	o, ok := decodeOffsetValue(value)
+	if !ok {
+		return
+	}
+	o.LogOffset = off
+	g := c.group(gid)
+	pend := g.pendingTxnOffsets[pid]
+	if pend == nil {
+		pend = map[metadata.TopicPartition]committedOffset{}
+		g.pendingTxnOffsets[pid] = pend
+	}
+	pend[tp] = o
+}
+
+// completeTxnOffsets applies a marker of producer pid on offsets partition
+// part: commit makes its pending offsets committed (unless a later plain
+// commit superseded one), abort drops them.
+func (c *coordinator) completeTxnOffsets(part int32, pid int64, commit bool) {
+	for _, id := range sortedStringKeys(c.groups) {
+		g := c.groups[id]
+		pend := g.pendingTxnOffsets[pid]
+		if pend == nil || c.offsetsPartition(id).Partition != part {
+			continue
+		}
+		delete(g.pendingTxnOffsets, pid)
+		if !commit {
+			continue
+		}
+		for tp, o := range pend {
+			if cur, ok := g.offsets[tp]; !ok || cur.LogOffset < o.LogOffset {
+				g.offsets[tp] = o
+			}
+		}
+	}
+}
+
+// Group metadata records: the key is Kafka's GroupMetadataKey (version 2,
+// group id); the value is Kafka's GroupMetadataValue version 3: protocol
+// type, generation, protocol, leader, state timestamp, and per member its
+// id, instance id, client id and host, timeouts, subscription and
+// assignment.
+
+func encodeGroupKey(id string) []byte {
+	return appendString(binary.BigEndian.AppendUint16(nil, 2), id)
+}
+
+func decodeGroupKey(b []byte) (string, bool) {
+	if len(b) < 2 || binary.BigEndian.Uint16(b) != 2 {
+		return "", false
+	}
+	id, rest, ok := readString(b[2:])
+	return id, ok && len(rest) == 0
+}
+
+func appendNullableString(b []byte, s string) []byte {
+	if s == "" {
+		return binary.BigEndian.AppendUint16(b, 0xffff)
+	}
+	return appendString(b, s)
+}
+
+func readNullableString(b []byte) (string, []byte, bool) {
+	if len(b) >= 2 && binary.BigEndian.Uint16(b) == 0xffff {
+		return "", b[2:], true
+	}
+	return readString(b)
+}
+
+func appendBytes(b, v []byte) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(len(v)))
+	return append(b, v...)
+}
+
+func readBytes(b []byte) ([]byte, []byte, bool) {
+	if len(b) < 4 {
+		return nil, b, false
+	}
+	n := int(int32(binary.BigEndian.Uint32(b)))
+	if n < 0 {
+		return nil, b[4:], true
+	}
+	if n > len(b)-4 {
+		return nil, b, false
+	}
+	return slices.Clone(b[4 : 4+n]), b[4+n:], true
+}
+
+func encodeGroupValue(g *group, now env.Time) []byte {
+	be := binary.BigEndian
+	b := be.AppendUint16(nil, 3)
+	b = appendString(b, g.protocolType)
+	b = be.AppendUint32(b, uint32(g.generation))
+	b = appendNullableString(b, g.protocol)
+	b = appendNullableString(b, g.leader)
+	b = be.AppendUint64(b, uint64(now.UnixMilli()))
+	ms := g.sortedMembers()
+	b = be.AppendUint32(b, uint32(len(ms)))
+	for _, m := range ms {
+		b = appendString(b, m.id)
+		b = appendNullableString(b, "") // group.instance.id: static membership is not modelled
+		b = appendString(b, m.clientID)
+		b = appendString(b, m.clientHost)
+		b = be.AppendUint32(b, uint32(m.rebalanceTimeout.Milliseconds()))
+		b = be.AppendUint32(b, uint32(m.sessionTimeout.Milliseconds()))
+		b = appendBytes(b, m.metadata(g.protocol))
+		b = appendBytes(b, m.assignment)
+	}
+	return b
+}
+
+// applyGroupMetadata restores a group's membership from its latest
+// metadata record: Stable in its stored generation if it had members,
+// else Empty.
+func (c *coordinator) applyGroupMetadata(id string, value []byte) {
+	g := c.group(id)
+	g.membership = newMembership()
+	if value == nil {
+		return
+	}
+	be := binary.BigEndian
+	b := value
+	if len(b) < 2 || be.Uint16(b) != 3 {
+		return
+	}
+	var ok bool
+	var m membership = newMembership()
+	if m.protocolType, b, ok = readString(b[2:]); !ok || len(b) < 4 {
+		return
+	}
+	m.generation = int32(be.Uint32(b))
+	if m.protocol, b, ok = readNullableString(b[4:]); !ok {
+		return
+	}
+	if m.leader, b, ok = readNullableString(b); !ok || len(b) < 12 {
+		return
+	}
+	n := int(be.Uint32(b[8:]))
+	b = b[12:]
+	for range n {
+		mb := &member{}
+		var s string
+		if mb.id, b, ok = readString(b); !ok {
+			return
+		}
+		if _, b, ok = readNullableString(b); !ok {
+			return
+		}
+		if mb.clientID, b, ok = readString(b); !ok {
+			return
+		}
+		if s, b, ok = readString(b); !ok || len(b) < 8 {
+			return
+		}
+		mb.clientHost = s
+		mb.rebalanceTimeout = time.Duration(be.Uint32(b)) * time.Millisecond
+		mb.sessionTimeout = time.Duration(be.Uint32(b[4:])) * time.Millisecond
+		var sub []byte
+		if sub, b, ok = readBytes(b[8:]); !ok {
+			return
+		}
+		if mb.assignment, b, ok = readBytes(b); !ok {
+			return
+		}
+		mb.protocolType = m.protocolType
+		mb.protocols = []kmsg.JoinGroupRequestProtocol{{Name: m.protocol, Metadata: sub}}
+		m.joinSeq++
+		mb.seq = m.joinSeq
+		m.members[mb.id] = mb
+	}
+	if len(m.members) > 0 {
+		m.state = groupStable
+	}
+	g.membership = m
+}
+
+// storeGroup writes g's membership (generation, leader, members and their
+// assignments) to its offsets partition: a new coordinator resumes the
+// group in this generation.
+func (c *coordinator) storeGroup(g *group, done func(code int16)) {
+	p, code := c.serving(g.id)
+	if code != 0 {
+		done(code)
+		return
+	}
+	rec := record.Record{Key: encodeGroupKey(g.id), Value: encodeGroupValue(g, c.b.e.Now())}
+	c.appendCommitted(p, []record.Record{rec}, done)
+}
+
+// resumeGroups starts the session clocks of the members of the groups just
+// loaded from offsets partition part: they must heartbeat to the new
+// coordinator within their session timeout.
+func (c *coordinator) resumeGroups(part int32) {
+	for _, id := range sortedStringKeys(c.groups) {
+		g := c.groups[id]
+		if c.offsetsPartition(id).Partition != part || len(g.members) == 0 {
+			continue
+		}
+		c.b.e.Log("group-resumed", "group", id, "generation", g.generation, "state", g.state.String(), "members", len(g.members))
+		for _, m := range g.sortedMembers() {
+			c.scheduleHeartbeat(g, m)
+		}
+	}
+}
+
+// unloadGroup stops g's timers and tells its parked requests to find the
+// new coordinator.
+func (c *coordinator) unloadGroup(g *group) {
+	e := c.b.e
+	if g.joinTimer != 0 {
+		e.Cancel(g.joinTimer)
+	}
+	c.cancelSyncTimer(g)
+	for _, id := range sortedStringKeys(g.pendingMembers) {
+		e.Cancel(g.pendingMembers[id])
+	}
+	for _, m := range g.sortedMembers() {
+		if m.heartbeatTimer != 0 {
+			e.Cancel(m.heartbeatTimer)
+		}
+		if m.join != nil {
+			resp := kmsg.NewPtrJoinGroupResponse()
+			resp.ErrorCode, resp.Generation, resp.MemberID = kerr.NotCoordinator.Code, -1, m.id
+			m.join.r.Respond(resp)
+			m.join = nil
+		}
+		if m.sync != nil {
+			resp := kmsg.NewPtrSyncGroupResponse()
+			resp.ErrorCode = kerr.NotCoordinator.Code
+			m.sync.r.Respond(resp)
+			m.sync = nil
+		}
+	}
+}
