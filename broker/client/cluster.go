@@ -24,7 +24,7 @@ type cluster struct {
 	// that became ready: the owner re-evaluates what it can send.
 	changed func()
 
-	conns   map[string]*rpc.Client // by address
+	conns   map[string]*rpc.Client // by address (or another key: see connAs)
 	warming map[string]bool        // a connection attempt is under way
 	brokers map[int32]string       // broker id → address
 	topics  map[string]*topicInfo
@@ -61,8 +61,15 @@ func newCluster(e env.Env, r *rpc.Router, opts ConnectionOptions, changed func()
 }
 
 // connTo returns the connection to addr, made on first use.
-func (c *cluster) connTo(addr string) *rpc.Client {
-	conn := c.conns[addr]
+func (c *cluster) connTo(addr string) *rpc.Client { return c.connAs(addr, addr) }
+
+// connAs returns a connection to addr kept under key: a second
+// connection to a broker, as Kafka's consumer talks to its group
+// coordinator on its own connection so that offset commits do not queue
+// behind long-polled fetches (a broker serves one request per connection
+// at a time).
+func (c *cluster) connAs(key, addr string) *rpc.Client {
+	conn := c.conns[key]
 	if conn == nil {
 		conn = rpc.NewClient(c.router, addr, rpc.ClientOptions{
 			ClientID:            c.opts.ClientID,
@@ -70,7 +77,7 @@ func (c *cluster) connTo(addr string) *rpc.Client {
 			ReconnectBackoff:    c.opts.ReconnectBackoff,
 			ReconnectBackoffMax: c.opts.ReconnectBackoffMax,
 		})
-		c.conns[addr] = conn
+		c.conns[key] = conn
 	}
 	return conn
 }

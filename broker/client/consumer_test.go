@@ -227,3 +227,68 @@ func TestAutoCommitCommitsThePositionOfThePreviousPoll(t *testing.T) {
 	w.runUntil(func() bool { return done }, 10*time.Second, "the offset fetch")
 	require.Equal(t, int64(6), fetched[tp].Offset)
 }
+
+// An unclean election makes a replica that missed the last records leader,
+// and the new leader's log takes other records at those offsets. A
+// consumer that had read past the divergence sends the epoch of the last
+// record it read with its fetch; the new leader answers that its log ends
+// that epoch earlier (KIP-320), and the consumer goes back to the
+// divergence point instead of skipping what the new leader wrote there.
+// With auto.offset.reset none it stops with ErrLogTruncation instead.
+func TestConsumerDetectsLogTruncationAfterUncleanElection(t *testing.T) {
+	for _, reset := range []client.OffsetReset{client.OffsetResetEarliest, client.OffsetResetNone} {
+		t.Run(reset.String(), func(t *testing.T) {
+			cfg := config.Default()
+			cfg.UncleanLeaderElection = true
+			w := newWorld(t, 23, cfg)
+			w.createTopic("unsafe", 1, 2)
+			tp := client.TopicPartition{Topic: "unsafe", Partition: 0}
+			leader := w.leaderOf(tp)
+			var follower string
+			for _, b := range w.brokers {
+				if s, ok := w.broker(b).Partition(tp); ok && b != leader && s.Role == "follower" {
+					follower = b
+				}
+			}
+			require.NotEmpty(t, follower)
+			produceValues(w, "unsafe", 0, 2)
+			w.w.Node(follower).Crash()
+			w.runUntil(func() bool {
+				s, _ := w.broker(leader).Partition(tp)
+				return len(s.ISR) == 1
+			}, time.Minute, "the ISR shrinks to the leader")
+			produceValues(w, "unsafe", 2, 4) // only on the leader
+
+			opts := consumerOptions("")
+			opts.AutoOffsetReset = reset
+			c := w.newConsumer("client", opts)
+			w.exec("client", func(*app) {
+				c.Assign([]client.TopicPartition{tp})
+				require.NoError(t, c.Seek(tp, 0))
+			})
+			got := w.pollUntil("client", c, 4, 10*time.Second)
+			require.Equal(t, valueRange(0, 4), values(got))
+
+			w.w.Node(leader).Crash()
+			w.w.Node(follower).Start()
+			w.runUntil(func() bool { return w.leaderOf(tp) == follower }, time.Minute, "the unclean election")
+			produceValues(w, "unsafe", 100, 101) // lands at offset 2 on the new leader
+			require.Equal(t, []string{string(value(0)), string(value(1)), string(value(100))}, w.logValues(tp))
+
+			var recs []client.Record
+			var pollErr error
+			done := false
+			w.exec("client", func(*app) {
+				c.Poll(0, 5*time.Second, func(r []client.Record, err error) { recs, pollErr, done = r, err, true })
+			})
+			w.runUntil(func() bool { return done }, time.Minute, "the poll")
+			if reset == client.OffsetResetNone {
+				require.ErrorIs(t, pollErr, client.ErrLogTruncation)
+				return
+			}
+			require.NoError(t, pollErr)
+			require.Equal(t, []string{string(value(100))}, values(recs))
+			require.Equal(t, int64(2), recs[0].Offset)
+		})
+	}
+}

@@ -478,7 +478,7 @@ func (c *Consumer) withCoordinator(f func(*rpc.Client, error)) {
 		return
 	}
 	if c.coord.id >= 0 {
-		f(c.cl.connTo(c.coord.addr), nil)
+		f(c.coordinatorConn(), nil)
 		return
 	}
 	c.coord.waiters = append(c.coord.waiters, f)
@@ -520,10 +520,16 @@ func (c *Consumer) withCoordinator(f func(*rpc.Client, error)) {
 			if err != nil {
 				w(nil, err)
 			} else {
-				w(c.cl.connTo(c.coord.addr), nil)
+				w(c.coordinatorConn(), nil)
 			}
 		}
 	})
 }
 
 func (c *Consumer) forgetCoordinator() { c.coord.id, c.coord.addr = -1, "" }
+
+// coordinatorConn is the connection to the group coordinator, apart from
+// the one fetches use.
+func (c *Consumer) coordinatorConn() *rpc.Client {
+	return c.cl.connAs("coordinator "+c.coord.addr, c.coord.addr)
+}

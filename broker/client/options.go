@@ -292,7 +292,9 @@ type ConsumerOptions struct {
 	OnAutoCommit func(offsets map[TopicPartition]OffsetAndMetadata, err error)
 }
 
-// DefaultConsumerOptions are Kafka's consumer defaults.
+// DefaultConsumerOptions are Kafka's consumer defaults. Without a group.id
+// Kafka turns enable.auto.commit off, and so do these; set both to have
+// the group's offsets committed every auto.commit.interval.ms.
 func DefaultConsumerOptions(bootstrap ...string) ConsumerOptions {
 	return ConsumerOptions{
 		ConnectionOptions:      DefaultConnectionOptions(bootstrap...),
@@ -303,7 +305,7 @@ func DefaultConsumerOptions(bootstrap ...string) ConsumerOptions {
 		FetchMaxBytes:          50 << 20,
 		MaxPartitionFetchBytes: 1 << 20,
 		MaxPollRecords:         500,
-		EnableAutoCommit:       true,
+		EnableAutoCommit:       false,
 		AutoCommitInterval:     5 * time.Second,
 		DefaultAPITimeout:      time.Minute,
 		CheckCRCs:              true,

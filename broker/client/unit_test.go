@@ -47,6 +47,8 @@ func TestOptionsRefuseImpossibleSettings(t *testing.T) {
 		require.Error(t, o.Validate(), name)
 	}
 	c := client.DefaultConsumerOptions("b")
+	require.NoError(t, c.Validate())
+	c.EnableAutoCommit = true
 	require.Error(t, c.Validate(), "auto-commit without group.id")
 	c.GroupID = "g"
 	require.NoError(t, c.Validate())
