@@ -253,7 +253,6 @@ func TestLeaderEpochTruncationKeepsTheAcknowledgedWrite(t *testing.T) {
 	require.Equal(t, []string{"m1", "m2"}, hwTruncationScenario(t, true))
 }
 
-
 func TestSameSeedSameClusterTraceHash(t *testing.T) {
 	run := func() string {
 		c := newCluster(t, 99, 3, config.Default())
