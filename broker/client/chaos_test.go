@@ -133,7 +133,7 @@ func TestOutcomesHoldAgainstTheLogUnderFaults(t *testing.T) {
 	}
 }
 
-var chaosSeeds = uint64(envInt("KAFKASIM_CHAOS_SEEDS", 6))
+var chaosSeeds = uint64(envInt("KAFKASIM_CHAOS_SEEDS", 20))
 
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {

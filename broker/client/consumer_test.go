@@ -6,6 +6,7 @@ import (
 
 	"github.com/kafkasim/kafkasim/broker/client"
 	"github.com/kafkasim/kafkasim/broker/config"
+	"github.com/kafkasim/kafkasim/broker/record"
 	"github.com/stretchr/testify/require"
 )
 
@@ -290,5 +291,33 @@ func TestConsumerDetectsLogTruncationAfterUncleanElection(t *testing.T) {
 			require.Equal(t, []string{string(value(100))}, values(recs))
 			require.Equal(t, int64(2), recs[0].Offset)
 		})
+	}
+}
+
+// compression.type gzip: batches travel and sit in the log compressed;
+// the consumer reads the same records back, headers and keys included.
+func TestGzipBatchesRoundTrip(t *testing.T) {
+	w := newWorld(t, 29, config.Default())
+	w.createTopic("zipped", 1, 3)
+	tp := client.TopicPartition{Topic: "zipped", Partition: 0}
+	opts := producerOptions()
+	opts.CompressionType = record.CompressionGzip
+	p := w.newProducer("client", opts)
+	var recs []client.Record
+	for i := range 50 {
+		recs = append(recs, client.Record{Topic: "zipped", Key: []byte("k"), Value: value(i), Headers: []client.Header{{Key: "n", Value: value(i)}}})
+	}
+	s := w.sendAndWait("client", p, recs...)
+	for _, v := range s.order {
+		require.Equal(t, client.OK, s.results[v].Outcome)
+	}
+	c := w.newConsumer("client", consumerOptions(""))
+	w.exec("client", func(*app) { c.Assign([]client.TopicPartition{tp}) })
+	got := w.pollUntil("client", c, 50, 10*time.Second)
+	require.Equal(t, valueRange(0, 50), values(got))
+	for _, r := range got {
+		require.Equal(t, []byte("k"), r.Key)
+		require.Equal(t, []client.Header{{Key: "n", Value: r.Value}}, r.Headers)
+		require.GreaterOrEqual(t, r.LeaderEpoch, int32(0))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kafkasim/kafkasim/broker/metadata"
+	"github.com/kafkasim/kafkasim/broker/record"
 	"github.com/kafkasim/kafkasim/broker/wire"
 )
 
@@ -143,6 +144,9 @@ type ProducerOptions struct {
 	EnableIdempotence bool
 	// Partitioner is partitioner.class.
 	Partitioner Partitioner
+	// CompressionType is compression.type: none or gzip (the codecs
+	// broker/record can write).
+	CompressionType record.Compression
 	// TransactionalID is transactional.id. Transactions are not built yet
 	// (issue 6): it must be empty.
 	TransactionalID string
@@ -163,6 +167,7 @@ func DefaultProducerOptions(bootstrap ...string) ProducerOptions {
 		MaxInFlightRequestsPerConnection: 5,
 		EnableIdempotence:                true,
 		Partitioner:                      PartitionerMurmur2,
+		CompressionType:                  record.CompressionNone,
 	}
 }
 
@@ -190,6 +195,8 @@ func (o ProducerOptions) Validate() error {
 		return fmt.Errorf("max.in.flight.requests.per.connection %d < 1", o.MaxInFlightRequestsPerConnection)
 	case o.Partitioner < PartitionerMurmur2 || o.Partitioner > PartitionerManual:
 		return fmt.Errorf("partitioner %v unknown", o.Partitioner)
+	case !o.CompressionType.Supported():
+		return fmt.Errorf("compression.type %v not supported", o.CompressionType)
 	case o.TransactionalID != "":
 		return errors.New("transactional.id: transactions are not implemented yet")
 	}

@@ -84,13 +84,14 @@ func (b *batch) unresolved() bool { return b.onWire || b.maybeWritten }
 
 // encode returns the batch's RecordBatch, built once per producer identity
 // and sequence so that every retry re-sends the same bytes.
-func (b *batch) encode() []byte {
+func (b *batch) encode(codec record.Compression) []byte {
 	if b.encoded != nil && b.encodedFor.ident == b.ident && b.encodedFor.seq == b.baseSeq {
 		return b.encoded
 	}
 	h := record.NewHeader()
 	first := b.recs[0].rec.Timestamp.UnixMilli()
 	h.FirstTimestamp = first
+	h.Attributes |= record.Attributes(codec)
 	if b.baseSeq != record.NoSequence {
 		h.ProducerID, h.ProducerEpoch, h.BaseSequence = b.ident.id, b.ident.epoch, b.baseSeq
 	}
@@ -106,7 +107,7 @@ func (b *batch) encode() []byte {
 	}
 	enc, err := record.Encode(h, recs)
 	if err != nil {
-		panic("client: encoding an uncompressed batch failed: " + err.Error())
+		panic("client: encoding a batch failed: " + err.Error()) // only for codecs Validate refuses
 	}
 	b.encoded = enc
 	b.encodedFor.ident, b.encodedFor.seq = b.ident, b.baseSeq
@@ -366,7 +367,7 @@ func (p *Producer) sendBatches(leader int32, conn *rpc.Client, batches []*batch)
 		}
 		rp := kmsg.NewProduceRequestTopicPartition()
 		rp.Partition = b.q.tp.Partition
-		rp.Records = b.encode()
+		rp.Records = b.encode(p.opts.CompressionType)
 		req.Topics[n-1].Partitions = append(req.Topics[n-1].Partitions, rp)
 		b.onWire = true
 		b.q.wire = append(b.q.wire, b)

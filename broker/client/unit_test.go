@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kafkasim/kafkasim/broker/client"
+	"github.com/kafkasim/kafkasim/broker/record"
 	"github.com/stretchr/testify/require"
 )
 
@@ -38,6 +39,7 @@ func TestOptionsRefuseImpossibleSettings(t *testing.T) {
 		"zero batch size":                  func(o *client.ProducerOptions) { o.BatchSize = 0 },
 		"transactions (not yet)":           func(o *client.ProducerOptions) { o.TransactionalID = "tx" },
 		"no partitioner":                   func(o *client.ProducerOptions) { o.Partitioner = 0 },
+		"snappy":                           func(o *client.ProducerOptions) { o.CompressionType = record.CompressionSnappy },
 		"no in flight":                     func(o *client.ProducerOptions) { o.MaxInFlightRequestsPerConnection = 0 },
 		"buffer smaller than one batch":    func(o *client.ProducerOptions) { o.BufferMemory = o.BatchSize - 1 },
 		"reconnect backoff max below base": func(o *client.ProducerOptions) { o.ReconnectBackoffMax = time.Millisecond },
