@@ -29,8 +29,8 @@ var logDefects = []string{"", "drop-acked-write", "duplicate-value", "swap-offse
 
 // randomLogHistory draws a small history with varied concurrency and,
 // maybe, one defect.
-func randomLogHistory(r *rand.Rand) (history.History, string) {
-	cfg := historytest.DefaultLogConfig(10+r.IntN(50), 1+r.IntN(3), 1+r.IntN(12))
+func randomLogHistory(r *rand.Rand) (history.History, string, int) {
+	cfg := historytest.DefaultLogConfig(10+r.IntN(50), 1+r.IntN(3), 1+r.IntN(32))
 	cfg.IndefinitePercent = r.IntN(20)
 	cfg.FailPercent = r.IntN(10)
 	cfg.TxnPercent = r.IntN(40)
@@ -39,13 +39,13 @@ func randomLogHistory(r *rand.Rand) (history.History, string) {
 	h := historytest.Log(cfg, r)
 	name := logDefects[r.IntN(len(logDefects))]
 	if name == "" {
-		return h, ""
+		return h, "", cfg.Clients
 	}
 	bad, _, ok := historytest.Defects[name](h, r)
 	if !ok {
-		return h, ""
+		return h, "", cfg.Clients
 	}
-	return bad, name
+	return bad, name, cfg.Clients
 }
 
 // TestFastLogCheckerAgreesWithPorcupine runs both on thousands of generated
@@ -54,10 +54,10 @@ func randomLogHistory(r *rand.Rand) (history.History, string) {
 // (LogInput.After), and must agree with itself too.
 func TestFastLogCheckerAgreesWithPorcupine(t *testing.T) {
 	n := cases(2000)
-	var decided, illegal, unknown int
+	var decided, illegal, unknown, plainDecided int
 	for i := 0; i < n; i++ {
 		r := rand.New(rand.NewPCG(uint64(i), 99))
-		h, defect := randomLogHistory(r)
+		h, defect, clients := randomLogHistory(r)
 		if err := h.Validate(); err != nil {
 			t.Fatalf("case %d (%s): invalid history: %v", i, defect, err)
 		}
@@ -67,8 +67,15 @@ func TestFastLogCheckerAgreesWithPorcupine(t *testing.T) {
 				unknown++
 				continue
 			}
-			if plain := model.CheckLog(l.Unchained(), 2*time.Second); plain != porcupine.Unknown && plain != want {
-				t.Fatalf("case %d (defect %q) %s: porcupine says %s with appends chained in offset order, %s without", i, defect, l.TP, want, plain)
+			// Unchained, porcupine backtracks over offset gaps: exponential
+			// in concurrency, so only for few clients.
+			if clients <= 6 {
+				if plain := model.CheckLog(l.Unchained(), 500*time.Millisecond); plain != porcupine.Unknown {
+					plainDecided++
+					if plain != want {
+						t.Fatalf("case %d (defect %q) %s: porcupine says %s with appends chained in offset order, %s without", i, defect, l.TP, want, plain)
+					}
+				}
 			}
 			got := checkers.CheckLog(l)
 			decided++
@@ -80,7 +87,8 @@ func TestFastLogCheckerAgreesWithPorcupine(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d partition logs decided identically (%d illegal), %d left Unknown by porcupine", decided, illegal, unknown)
+	t.Logf("%d partition logs decided identically (%d illegal), %d left Unknown by porcupine; %d also decided identically by unchained porcupine",
+		decided, illegal, unknown, plainDecided)
 	if illegal < decided/10 || illegal == decided {
 		t.Fatalf("generated mix is lopsided: %d illegal of %d", illegal, decided)
 	}
