@@ -372,3 +372,14 @@ func TestEveryModeOfLinearizabilityCheckingGivesTheSameVerdict(t *testing.T) {
 		t.Fatalf("modes disagree: %q", verdicts)
 	}
 }
+
+func TestAnOutputDerivedFromNothingSentIsNotedNotCounted(t *testing.T) {
+	var b hb
+	b.send("prod", 0, 1, ok, x, 0, "a")
+	b.add(history.Op{Process: "final", Kind: history.KindFinalRead, Call: 20, Return: 21, Outcome: ok,
+		FinalRead: &history.FinalRead{Sink: "db", Output: true, Items: []history.Message{{Value: "A", Source: "a"}, {Value: "Z", Source: "z"}}}})
+	v := b.check(t, checkers.Options{})
+	if len(v.Anomalies) > 0 || len(v.Notes) != 1 || !strings.Contains(v.Notes[0], "1 outputs derive from no sent message") {
+		t.Fatalf("got notes %q:\n%s", v.Notes, v.Summary())
+	}
+}

@@ -99,13 +99,20 @@ func (a *analysis) checkDelivery() (stats Stats, notes []string) {
 	if outputs == 0 {
 		return stats, []string{"no final read is marked as output: output-loss and output-dup not judged"}
 	}
+	orphans := 0
 	for _, e := range effects {
-		if in := intents[e.intent]; in != nil {
-			in.effects++
-			if in.firstOut == 0 {
-				in.firstOut = e.read
-			}
+		in := intents[e.intent]
+		if in == nil {
+			orphans++
+			continue
 		}
+		in.effects++
+		if in.firstOut == 0 {
+			in.firstOut = e.read
+		}
+	}
+	if orphans > 0 {
+		notes = append(notes, fmt.Sprintf("%d outputs derive from no sent message (their Source was never sent); not counted", orphans))
 	}
 	var dups []string
 	for i := range all {
@@ -126,7 +133,7 @@ func (a *analysis) checkDelivery() (stats Stats, notes []string) {
 	if a.opts.KeyOrder {
 		a.keyOrder(effects, intents)
 	}
-	return stats, nil
+	return stats, notes
 }
 
 // reportDuplicateOutputs names, for each duplicated intent, the operations
