@@ -25,7 +25,9 @@ func chaos(t *testing.T, seed uint64, idempotent bool) {
 	opts.EnableIdempotence = idempotent
 	opts.RequestTimeout, opts.DeliveryTimeout, opts.Linger = time.Second, 10*time.Second, 2*time.Millisecond
 	p := w.newProducer("client", opts)
-	c := w.newConsumer("client", consumerOptions(""))
+	copts := consumerOptions("chaos")
+	copts.DefaultAPITimeout = 2 * time.Second // some commits give up under faults
+	c := w.newConsumer("client", copts)
 	consumed := map[int32][]client.Record{}
 	var pollErrs []error
 	var poll func()
@@ -40,9 +42,38 @@ func chaos(t *testing.T, seed uint64, idempotent bool) {
 			poll()
 		})
 	}
+	// Commit the positions every 50 ms, one commit at a time, whenever
+	// they moved: each commit's offsets are new, so the final committed
+	// offset names the commit that took effect.
+	type commit struct {
+		offsets map[client.TopicPartition]client.OffsetAndMetadata
+		outcome client.Outcome
+	}
+	var commits []commit
+	committing, inflight := true, false
+	var last map[client.TopicPartition]client.OffsetAndMetadata
+	var commitLoop func()
+	commitLoop = func() {
+		if !committing {
+			return
+		}
+		pos := c.Positions()
+		if len(pos) < 2 || fmt.Sprint(pos) == fmt.Sprint(last) {
+			w.app("client").e.AfterFunc(50*time.Millisecond, commitLoop)
+			return
+		}
+		last = pos
+		inflight = true
+		c.CommitOffsets(pos, func(err error) {
+			inflight = false
+			commits = append(commits, commit{offsets: pos, outcome: client.OutcomeOf(err)})
+			w.app("client").e.AfterFunc(50*time.Millisecond, commitLoop)
+		})
+	}
 	w.exec("client", func(*app) {
 		c.Assign([]client.TopicPartition{{Topic: "chaos", Partition: 0}, {Topic: "chaos", Partition: 1}})
 		poll()
+		commitLoop()
 	})
 	s := newSends()
 	start := w.w.Now()
@@ -96,6 +127,39 @@ func chaos(t *testing.T, seed uint64, idempotent bool) {
 		}
 	}
 	require.Empty(t, pollErrs)
+
+	// The committed offsets are those of a commit that did not fail, and
+	// no older than the last acknowledged one.
+	committing = false
+	w.runUntil(func() bool { return !inflight }, time.Minute, "the last commit")
+	var final map[client.TopicPartition]client.OffsetAndMetadata
+	fetched := false
+	w.exec("client", func(*app) {
+		c.Committed([]client.TopicPartition{{Topic: "chaos", Partition: 0}, {Topic: "chaos", Partition: 1}}, func(o map[client.TopicPartition]client.OffsetAndMetadata, err error) {
+			require.NoError(t, err)
+			final, fetched = o, true
+		})
+	})
+	w.runUntil(func() bool { return fetched }, time.Minute, "the committed offsets")
+	var outcomes [4]int
+	for _, cm := range commits {
+		outcomes[cm.outcome]++
+	}
+	for tp, got := range final {
+		okBelow := int64(-1)
+		took := false
+		for _, cm := range commits {
+			if cm.outcome == client.OK {
+				okBelow = max(okBelow, cm.offsets[tp].Offset)
+			}
+			if cm.outcome != client.Fail && cm.offsets[tp].Offset == got.Offset {
+				took = true
+			}
+		}
+		require.True(t, took, "seed %d: %v committed at %d by no commit that could have", seed, tp, got.Offset)
+		require.GreaterOrEqual(t, got.Offset, okBelow, "seed %d: %v committed offset regressed", seed, tp)
+	}
+	t.Logf("seed %d: commits ok %d, fail %d, info %d", seed, outcomes[client.OK], outcomes[client.Fail], outcomes[client.Info])
 	var ok, failed, info int
 	for _, v := range s.order {
 		r := s.results[v]
