@@ -11,13 +11,30 @@ import (
 
 var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 
+// PartitionsPerRequestMax bounds the partitions one CreateTopics request
+// may create, as KRaft bounds the records of one operation: without it a
+// 200-byte request naming twenty topics of 10,000 partitions makes every
+// broker open 200,000 logs.
+const PartitionsPerRequestMax = 10000
+
 func (c *Controller) handleCreateTopics(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
 	resp := kmsg.NewPtrCreateTopicsResponse()
 	var rs []record
+	budget := PartitionsPerRequestMax
 	for _, rt := range req.Topics {
 		tr := kmsg.NewCreateTopicsResponseTopic()
 		tr.Topic = rt.Topic
-		t, code, msg := c.newTopic(rt)
+		var t *metadata.Topic
+		var code int16
+		var msg string
+		if n := int(rt.NumPartitions); n > budget {
+			code, msg = kerr.PolicyViolation.Code, fmt.Sprintf("topic %q: %d partitions would pass the %d one CreateTopics request may create", rt.Topic, n, PartitionsPerRequestMax)
+		} else {
+			t, code, msg = c.newTopic(rt)
+		}
+		if code == 0 {
+			budget -= len(t.Partitions)
+		}
 		if code == 0 && !req.ValidateOnly {
 			rs = append(rs, record{Topic: t})
 			c.e.Log("topic-created", "topic", t.Name, "partitions", len(t.Partitions))
