@@ -141,3 +141,60 @@ func TestMalformedFrameClosesTheConnection(t *testing.T) {
 	closed = !still
 	require.True(t, closed)
 }
+
+func TestUnsupportedVersionGetsKafkasErrorResponse(t *testing.T) {
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "orders"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition = 3
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := errorResponse(req, unsupportedVersionCode).(*kmsg.ProduceResponse)
+	require.Equal(t, int16(9), resp.GetVersion())
+	require.Len(t, resp.Topics, 1)
+	require.Equal(t, "orders", resp.Topics[0].Topic)
+	require.Equal(t, int32(3), resp.Topics[0].Partitions[0].Partition)
+	require.Equal(t, int16(35), resp.Topics[0].Partitions[0].ErrorCode)
+
+	fc := errorResponse(kmsg.NewPtrFindCoordinatorRequest(), unsupportedVersionCode).(*kmsg.FindCoordinatorResponse)
+	require.Equal(t, int16(35), fc.ErrorCode)
+}
+
+// raw is a process that sends hand-made frames and keeps what comes back.
+type raw struct {
+	e      env.Env
+	conn   env.ConnID
+	frames [][]byte
+	closed bool
+}
+
+func (r *raw) Start(e env.Env)                     { r.e = e }
+func (r *raw) Connected(env.ConnID, string, bool)  {}
+func (r *raw) Received(_ env.ConnID, frame []byte) { r.frames = append(r.frames, frame) }
+func (r *raw) Closed(env.ConnID)                   { r.closed = true }
+
+func TestUnsupportedVersionOverTheWireIsAnsweredNotDropped(t *testing.T) {
+	w, _, _ := world(t)
+	w.AddNode("raw", func() env.Process { return &raw{} }).Start()
+	require.NoError(t, w.RunFor(time.Millisecond))
+	r := w.Node("raw").Process().(*raw)
+	req := kmsg.NewPtrMetadataRequest()
+	req.SetVersion(12)
+	frame := wire.AppendRequest(nil, req, 7, "probe")
+	frame[3] = 13 // the server serves Metadata 0-12
+	w.Node("raw").Exec(func() { r.conn = r.e.Dial("server"); r.e.Send(r.conn, frame) })
+	require.NoError(t, w.RunFor(100*time.Millisecond))
+	require.False(t, r.closed, "the connection was dropped")
+	require.Len(t, r.frames, 1)
+	req.SetVersion(13)
+	resp, err := wire.ParseResponse(r.frames[0], req)
+	require.NoError(t, err)
+	require.Equal(t, int16(35), resp.(*kmsg.MetadataResponse).ErrorCode)
+
+	garbage := []byte{0x7f, 0x00, 0x00, 0x01, 0, 0, 0, 9, 0xff, 0xff}
+	w.Node("raw").Exec(func() { r.e.Send(r.conn, garbage) })
+	require.NoError(t, w.RunFor(100*time.Millisecond))
+	require.True(t, r.closed, "an unknown API closes the connection")
+}

@@ -67,6 +67,19 @@ func (s *Server) received(c env.ConnID, frame []byte) {
 		h.Version = 0
 		s.e.Send(c, wire.AppendResponse(nil, h, s.versions.ApiVersionsResponse(-1)))
 		return
+	case errors.As(err, &unsupported):
+		// A known API at a version this process does not serve: Kafka's
+		// error response, if kmsg can encode that version; else, like an
+		// unknown API, the connection closes.
+		if req := kmsg.RequestForKey(h.Key); req != nil && h.Version >= 0 && h.Version <= req.MaxVersion() {
+			req.SetVersion(h.Version)
+			s.e.Log("unsupported-version", "peer", sc.peer, "api", h.Name(), "version", h.Version)
+			s.e.Send(c, wire.AppendResponse(nil, h, errorResponse(req, unsupportedVersionCode)))
+			return
+		}
+		s.e.Log("unsupported-api", "peer", sc.peer, "key", h.Key, "version", h.Version)
+		s.drop(sc)
+		return
 	case err != nil:
 		s.e.Log("bad-request", "peer", sc.peer, "error", err.Error())
 		s.drop(sc)
