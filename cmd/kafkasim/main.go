@@ -26,6 +26,8 @@ commands:
           real mode: run the controller on TCP (kafkasim controller -h for flags)
   broker --id N --listen ADDR --data DIR --controller ADDR
           real mode: run a broker on TCP (kafkasim broker -h for flags)
+  create-topic --topic NAME [--partitions N] [--replication-factor R] [--bootstrap ADDR]
+          real mode: create a topic through the Kafka protocol
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -39,6 +41,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runController(args[1:], stdout, stderr)
 	case "broker":
 		return runBroker(args[1:], stdout, stderr)
+	case "create-topic":
+		return runCreateTopic(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage+scenarioUsage)
 		return 0

@@ -377,3 +377,41 @@ func TestClusterFlagsUseKafkaNames(t *testing.T) {
 		t.Errorf("parsed %+v\nwant   %+v", cfg, want)
 	}
 }
+
+// kafkasim create-topic creates a topic that kcat and friends can use.
+func TestCreateTopicCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real mode: starts an in-process cluster")
+	}
+	c := startInProcessCluster(t, 3, config.Default())
+	addrs := []string{c.brokers[0].Addr(), c.brokers[1].Addr(), c.brokers[2].Addr()}
+	var stdout, stderr strings.Builder
+	code := -1
+	eventually(t, 20*time.Second, "create-topic succeeding", func() bool {
+		stdout.Reset()
+		stderr.Reset()
+		code = run([]string{"create-topic", "--bootstrap", strings.Join(addrs, ","), "--topic", "events",
+			"--partitions", "3", "--replication-factor", "3", "--timeout", "5s"}, &stdout, &stderr)
+		return code == 0
+	})
+	if !strings.Contains(stdout.String(), "created topic events") {
+		t.Errorf("stdout %q", stdout.String())
+	}
+	admin, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	for p := range int32(3) {
+		eventually(t, 10*time.Second, fmt.Sprintf("events/%d led with 3 in sync", p), func() bool {
+			l, isr, ok := partitionState(context.Background(), admin, "events", p)
+			return ok && l >= 0 && len(isr) == 3
+		})
+	}
+	if code := run([]string{"create-topic", "--bootstrap", strings.Join(addrs, ","), "--topic", "events", "--timeout", "5s"}, &stdout, &stderr); code != 1 {
+		t.Errorf("creating events again: exit %d, want 1 (stderr %q)", code, stderr.String())
+	}
+	if code := run([]string{"create-topic", "--partitions", "0", "--topic", "x"}, &stdout, &stderr); code != 2 {
+		t.Errorf("--partitions 0: exit %d, want 2", code)
+	}
+}
