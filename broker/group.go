@@ -802,9 +802,8 @@ func sortedInt32Keys[V any](m map[int32]V) []int32 {
 }
 
 // checkInvariants asserts the coordinators' invariants: every group in a
-// generation has its leader among its members, and every partition this
-// broker leads keeps its last stable offset at or below its high
-// watermark.
+// generation has its leader among its members and an Empty group has none;
+// then the transaction side's (txnCoordinator.checkInvariants).
 func (c *coordinator) checkInvariants() {
 	for _, id := range sortedStringKeys(c.groups) {
 		g := c.groups[id]
@@ -816,14 +815,5 @@ func (c *coordinator) checkInvariants() {
 			assertf(len(g.members) == 0, "group %q: Empty with %d members", id, len(g.members))
 		}
 	}
-	for _, tp := range sortedKeys(c.b.partitions) {
-		if p := c.b.partitions[tp]; p.role == roleLeader {
-			checkLastStableOffset(p)
-		}
-	}
-	for _, id := range sortedStringKeys(c.txn.txns) {
-		t := c.txn.txns[id]
-		assertf(t.State.completed() || len(t.Partitions) > 0 || t.State.prepared(), "transaction %q: %v with no partitions", id, t.State)
-		assertf(!t.State.completed() || len(t.Partitions) == 0, "transaction %q: %v still holds partitions %v", id, t.State, t.Partitions)
-	}
+	c.txn.checkInvariants()
 }

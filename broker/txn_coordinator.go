@@ -47,6 +47,8 @@ type txnCoordinator struct {
 	// that replicates it.
 	markerPeers map[int32]*rpc.Client
 	verifyPeers map[int32]*rpc.Client
+
+	lsoFloor map[metadata.TopicPartition]lsoMark // last stable offsets seen, per leader epoch
 }
 
 // txnMeta is one transactional id at its coordinator.
@@ -78,7 +80,7 @@ const (
 
 func newTxnCoordinator(c *coordinator) *txnCoordinator {
 	tc := &txnCoordinator{b: c.b, c: c, loaded: map[int32]int32{}, txns: map[string]*txnMeta{}, guards: map[txnGuardKey]uint64{},
-		markerPeers: map[int32]*rpc.Client{}, verifyPeers: map[int32]*rpc.Client{}}
+		markerPeers: map[int32]*rpc.Client{}, verifyPeers: map[int32]*rpc.Client{}, lsoFloor: map[metadata.TopicPartition]lsoMark{}}
 	c.b.e.AfterFunc(txnTimeoutCheckInterval, tc.abortTimedOut)
 	return tc
 }

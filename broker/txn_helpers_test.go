@@ -49,7 +49,7 @@ func (a *actor) send(i int, req kmsg.Request) *reply {
 	c.w.Node("client").Exec(func() {
 		cl := c.clients[key]
 		if cl == nil {
-			cl = rpc.NewClient(c.d.Router, addr, rpc.ClientOptions{ClientID: a.name, Speaks: a.speaks})
+			cl = rpcClient(c, addr, a)
 			c.clients[key] = cl
 		}
 		cl.Do(req, 60*time.Second, func(r kmsg.Response, e error) { rep.resp, rep.err, rep.done = r, e, true })
@@ -289,8 +289,16 @@ func (c *cluster) consume(tp metadata.TopicPartition, isolation int8) consumed {
 	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = tp.Partition, 0, 1<<20
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := c.call(c.brokers[leader], req)
-	require.NoError(c.t, err)
+	reader := c.actor("reader", nil)
+	var resp kmsg.Response
+	for range 10 { // a connection a fault broke fails once
+		var ok bool
+		if resp, ok = reader.tryCall(leader, req, 10*time.Second); ok {
+			break
+		}
+		require.NoError(c.t, c.w.RunFor(time.Second))
+	}
+	require.NotNil(c.t, resp, "no fetch answer from %d", leader)
 	pr := resp.(*kmsg.FetchResponse).Topics[0].Partitions[0]
 	require.Zero(c.t, pr.ErrorCode, "fetch %v: %v", tp, kerr.ErrorForCode(pr.ErrorCode))
 	aborted := slices.Clone(pr.AbortedTransactions)
@@ -390,4 +398,8 @@ func (c *cluster) controllerImageLeaderEpoch(tp metadata.TopicPartition) int32 {
 	ps, ok := c.controllerImage().Partition(tp)
 	require.True(c.t, ok)
 	return ps.LeaderEpoch
+}
+
+func rpcClient(c *cluster, addr string, a *actor) *rpc.Client {
+	return rpc.NewClient(c.d.Router, addr, rpc.ClientOptions{ClientID: a.name, Speaks: a.speaks})
 }

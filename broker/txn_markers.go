@@ -43,8 +43,8 @@ func (j *markerJob) stop() {
 // coordinator still holds it, in the epoch it was decided in.
 func (j *markerJob) live() bool {
 	tc := j.tc
-	return !j.stopped && tc.current(j.t) && j.t.markers == j &&
-		tc.loaded[tc.partitionFor(j.t.id).Partition] == j.coordinatorEpoch && j.t.State.prepared()
+	epoch, loaded := tc.loaded[tc.partitionFor(j.t.id).Partition]
+	return !j.stopped && tc.current(j.t) && j.t.markers == j && loaded && epoch == j.coordinatorEpoch && j.t.State.prepared()
 }
 
 // startMarkers writes the markers of t's Prepare* state.
@@ -67,8 +67,8 @@ func (tc *txnCoordinator) startMarkers(t *txnMeta) {
 // transaction once none is.
 func (j *markerJob) send() {
 	j.timer = 0
-	if !j.live() || j.inflight > 0 {
-		return
+	if !j.live() || j.inflight > 0 || j.t.pending != txnNone {
+		return // gone, or answers (or the Complete* write) still to come
 	}
 	if len(j.remaining) == 0 {
 		j.complete()
@@ -307,17 +307,43 @@ func (tc *txnCoordinator) appendMarker(tp metadata.TopicPartition, m kmsg.WriteT
 	delete(tc.guards, txnGuardKey{tp, m.ProducerID})
 	p.maybeAdvanceHighWatermark()
 	p.wakeWaiters()
-	checkLastStableOffset(p)
+	tc.checkLastStableOffset(p)
 	return p, res.LastOffset + 1, 0
 }
 
 // checkLastStableOffset asserts that p's last stable offset never passes
-// its high watermark: read_committed consumers read below the LSO, so it
-// must never expose what is not committed.
-func checkLastStableOffset(p *partition) {
-	if p.log == nil {
+// its high watermark, and never moves back while p leads in one epoch:
+// read_committed consumers read below it, so it must never expose what is
+// not committed, nor withdraw what it exposed.
+func (tc *txnCoordinator) checkLastStableOffset(p *partition) {
+	if p.log == nil || p.role != roleLeader {
 		return
 	}
 	lso := p.lastStableOffset()
 	assertf(lso <= p.hw, "%v: last stable offset %d past high watermark %d", p.tp, lso, p.hw)
+	floor, ok := tc.lsoFloor[p.tp]
+	if ok && floor.epoch == p.state.LeaderEpoch {
+		assertf(lso >= floor.lso, "%v: last stable offset moved back from %d to %d in leader epoch %d", p.tp, floor.lso, lso, floor.epoch)
+	}
+	tc.lsoFloor[p.tp] = lsoMark{epoch: p.state.LeaderEpoch, lso: lso}
+}
+
+type lsoMark struct {
+	epoch int32
+	lso   int64
+}
+
+// checkInvariants asserts the transaction side's invariants after every
+// step: a completed transaction holds no partitions and an open one holds
+// some; every partition this broker leads keeps its LSO in bounds.
+func (tc *txnCoordinator) checkInvariants() {
+	for _, id := range sortedStringKeys(tc.txns) {
+		t := tc.txns[id]
+		assertf(!t.State.completed() || len(t.Partitions) == 0, "transaction %q: %v still holds partitions %v", id, t.State, t.Partitions)
+		assertf(t.State != txnOngoing || len(t.Partitions) > 0, "transaction %q: Ongoing with no partitions", id)
+		assertf(t.pending == txnNone || validTxnTransition(t.State, t.pending), "transaction %q: pending %v from %v", id, t.pending, t.State)
+	}
+	for _, tp := range sortedKeys(tc.b.partitions) {
+		tc.checkLastStableOffset(tc.b.partitions[tp])
+	}
 }

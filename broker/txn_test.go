@@ -337,3 +337,37 @@ func TestTransactionStoryIsDeterministic(t *testing.T) {
 	}
 	require.Equal(t, run(), run())
 }
+
+func TestExhaustedEpochMovesTheProducerToANewID(t *testing.T) {
+	c := newCluster(t, 30, 3, config.Default())
+	c.createTopic("orders", 1, 3)
+	p := c.txnProducer("app", "pipeline", speaksTV2)
+	p.init()
+	first := p.pid
+	require.True(t, c.broker(p.coordinator).SetProducerEpochForTest(p.id, 32765))
+	p.epoch = 32765
+	require.Zero(t, p.add(orders))
+	require.Zero(t, p.produce(orders, "at-32765").ErrorCode)
+	require.Zero(t, p.end(true))
+	require.Equal(t, int16(32766), p.epoch)
+	p.waitCompleted()
+
+	require.Zero(t, p.add(orders))
+	require.Zero(t, p.produce(orders, "at-32766").ErrorCode)
+	require.Zero(t, p.end(true), "the bump past 32766 needs a new producer id")
+	require.NotEqual(t, first, p.pid)
+	require.Zero(t, p.epoch)
+	p.waitCompleted()
+
+	require.Zero(t, p.add(orders))
+	require.Zero(t, p.produce(orders, "new-id").ErrorCode)
+	require.Zero(t, p.end(true))
+	p.waitCompleted()
+	require.Equal(t, []string{"at-32765", "at-32766", "new-id"}, c.consume(orders, 1).values)
+
+	require.True(t, c.broker(p.coordinator).SetProducerEpochForTest(p.id, 32766))
+	before := p.pid
+	p.init()
+	require.NotEqual(t, before, p.pid, "InitProducerId at an exhausted epoch also moves to a new id")
+	require.Zero(t, p.epoch)
+}
