@@ -34,10 +34,13 @@ var fastFailover = []string{
 // kafkasim processes on loopback; franz-go creates a topic with replication
 // factor 3 through the Kafka protocol and produces to it with acks=all and
 // idempotence; the partition's leader is SIGKILLed mid-stream and restarted
-// from its files; franz-go then consumes everything and commits offsets. The
-// history of it all goes through the simulator's checkers: no acknowledged
-// record lost, none duplicated, the log linearizable, the committed offsets
-// a register. Finally every process exits cleanly on SIGTERM.
+// from its files; franz-go then consumes everything, assigned the partition
+// directly (committing offsets as a simple consumer) and as two members of a
+// consumer group taking turns (the second resuming at the first's committed
+// offset). The history of it all goes through the simulator's checkers: no
+// acknowledged record lost, none duplicated, the log linearizable, the
+// committed offsets a register. Finally every process exits cleanly on
+// SIGTERM.
 func TestRealModeKgoSurvivesLeaderKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real mode: builds kafkasim and runs a 4-process cluster")
@@ -46,6 +49,7 @@ func TestRealModeKgoSurvivesLeaderKill(t *testing.T) {
 		topic   = "orders"
 		records = 1500
 		group   = "realmode-readers"
+		members = "realmode-members"
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
@@ -139,6 +143,22 @@ func TestRealModeKgoSurvivesLeaderKill(t *testing.T) {
 
 	end := lastStableOffset(ctx, t, admin, tp)
 	consume(ctx, t, c, rec, clk, tp, end, group)
+
+	// Two members of a consumer group take turns: the first reads at least
+	// half, commits half and leaves; the second resumes at the committed
+	// offset.
+	half := end / 2
+	m1 := groupMember(ctx, t, c, rec, clk, "member-1", topic, members, map[int32]int64{0: half}, map[int32]int64{0: half})
+	m2 := groupMember(ctx, t, c, rec, clk, "member-2", topic, members, map[int32]int64{0: end}, nil)
+	if m1.committed[0] != half {
+		t.Errorf("the first member committed %d, want %d", m1.committed[0], half)
+	}
+	if from, ok := m2.firstFrom[0]; !ok || from != m1.committed[0] {
+		t.Errorf("the second member started at %d (read anything: %v), the first committed %d", from, ok, m1.committed[0])
+	}
+	if m2.committed[0] != end {
+		t.Errorf("the second member committed %d, want the end %d", m2.committed[0], end)
+	}
 	finalRead(ctx, t, c, rec, clk, tp, end)
 
 	h := rec.History()
@@ -147,7 +167,7 @@ func TestRealModeKgoSurvivesLeaderKill(t *testing.T) {
 		_ = h.Write(f)
 		f.Close()
 	}
-	v, err := checkers.Check(h, checkers.Options{})
+	v, err := checkers.Check(h, checkers.Options{Rebalancing: true})
 	if err != nil {
 		t.Fatalf("check: %v (history in %s)", err, path)
 	}
