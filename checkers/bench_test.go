@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/kafkasim/kafkasim/checkers"
 	"github.com/kafkasim/kafkasim/history"
 	"github.com/kafkasim/kafkasim/history/historytest"
+	"github.com/kafkasim/kafkasim/model"
 )
 
 var (
@@ -112,4 +114,44 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkLogCheck compares the partition-log checkers alone, fast and
+// porcupine, on the histories of BenchmarkCheck (resolution by model.Logs
+// included in both).
+func BenchmarkLogCheck(b *testing.B) {
+	for _, ops := range []int{10_000, 100_000, 1_000_000} {
+		for _, parts := range []int{1, 8, 64} {
+			for _, mode := range []string{"fast", "porcupine"} {
+				b.Run(fmt.Sprintf("ops=%d/partitions=%d/%s", ops, parts, mode), func(b *testing.B) {
+					if mode == "porcupine" && skipPorcupine(ops, parts) {
+						b.Skip("porcupine exhausts memory here (CHECKING.md)")
+					}
+					h := benchHistory(ops, parts)
+					runtime.GC()
+					var before, after runtime.MemStats
+					runtime.ReadMemStats(&before)
+					cpu0 := cpuTime()
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						for _, l := range model.Logs(h) {
+							var res porcupine.CheckResult
+							if mode == "fast" {
+								res = checkers.CheckLog(l).Result
+							} else {
+								res = model.CheckLog(l, 120*time.Second)
+							}
+							if res != porcupine.Ok {
+								b.Fatalf("%s: %s", l.TP, res)
+							}
+						}
+					}
+					b.StopTimer()
+					b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(b.N), "cpu-s/op")
+					runtime.ReadMemStats(&after)
+					b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)/1e6, "MB-alloc/op")
+				})
+			}
+		}
+	}
 }

@@ -127,47 +127,112 @@ func newAnalysis(h history.History, logs []model.Log, opts Options, rep *report)
 }
 
 func (a *analysis) buildPairs(p *partition) {
-	n := 0
+	// Every (offset, value) written or read, merged as it arrives: appends
+	// come first in a model.Log, so a pair's writer is its first append and
+	// its reader its first read.
+	var ps []pair
+	lo, hi, n := int64(1<<62), int64(-1), 0
 	for _, op := range p.log.Ops {
-		n += len(op.Input.Values) + len(op.Output.Records)
+		if !op.Input.Read {
+			lo, hi = min(lo, op.Output.Offset), max(hi, op.Output.Offset+int64(len(op.Input.Values))-1)
+			n += len(op.Input.Values)
+			continue
+		}
+		for _, e := range op.Output.Records {
+			lo, hi = min(lo, e.Offset), max(hi, e.Offset)
+		}
 	}
-	ps := make([]pair, 0, n)
+	if hi < lo {
+		p.pairs, p.byValue = nil, nil
+		return
+	}
+	ps = make([]pair, 0, n+n/8+16)
+	dense := hi-lo <= 4*int64(n)+1024
+	var head []int32 // dense: first pair at each offset, chained by next
+	var next []int32
+	var at map[int64]int32 // sparse offsets: the same, hashed
+	if dense {
+		head = make([]int32, hi-lo+1)
+		for i := range head {
+			head[i] = -1
+		}
+	} else {
+		at = map[int64]int32{}
+	}
+	merge := func(pr pair) *pair {
+		first := int32(-1)
+		if dense {
+			first = head[pr.offset-lo]
+		} else if f, ok := at[pr.offset]; ok {
+			first = f
+		}
+		for k := first; k >= 0; k = next[k] {
+			if ps[k].value == pr.value {
+				return &ps[k]
+			}
+		}
+		pr.seq = int32(len(ps))
+		ps = append(ps, pr)
+		next = append(next, first)
+		if dense {
+			head[pr.offset-lo] = pr.seq
+		} else {
+			at[pr.offset] = pr.seq
+		}
+		return nil
+	}
 	for _, op := range p.log.Ops {
 		if !op.Input.Read {
 			definite := op.Return != history.Never && a.op(op.Op).Send.Offset >= 0
 			for k, v := range op.Input.Values {
-				ps = append(ps, pair{offset: op.Output.Offset + int64(k), value: v, writer: op.Op, definite: definite, vis: op.Input.Visibility, seq: int32(len(ps))})
+				pr := pair{offset: op.Output.Offset + int64(k), value: v, writer: op.Op, definite: definite, vis: op.Input.Visibility}
+				if m := merge(pr); m != nil && m.writer == 0 {
+					m.writer, m.definite, m.vis = pr.writer, pr.definite, pr.vis
+				}
 			}
 			continue
 		}
 		final := a.op(op.Op).Kind == history.KindFinalRead
 		for _, e := range op.Output.Records {
-			pr := pair{offset: e.Offset, value: e.Value, reader: op.Op, final: final, vis: model.Undecided, seq: int32(len(ps))}
+			pr := pair{offset: e.Offset, value: e.Value, reader: op.Op, final: final, vis: model.Undecided}
 			if op.Input.Committed {
 				pr.readRC, pr.readRet = op.Op, op.Return
 			}
-			ps = append(ps, pr)
+			if m := merge(pr); m != nil {
+				if m.reader == 0 {
+					m.reader = pr.reader
+				}
+				if pr.readRC != 0 && (m.readRC == 0 || pr.readRet < m.readRet) {
+					m.readRC, m.readRet = pr.readRC, pr.readRet
+				}
+				m.final = m.final || pr.final
+			}
 		}
 	}
-	ps = sortPairs(ps)
-	// Merge equal (offset, value).
-	out := ps[:0]
-	for _, pr := range ps {
-		if k := len(out) - 1; k >= 0 && out[k].offset == pr.offset && out[k].value == pr.value {
-			m := &out[k]
-			if m.writer == 0 && pr.writer != 0 {
-				m.writer, m.definite, m.vis = pr.writer, pr.definite, pr.vis
-			}
-			if m.reader == 0 {
-				m.reader = pr.reader
-			}
-			if pr.readRC != 0 && (m.readRC == 0 || pr.readRet < m.readRet) {
-				m.readRC, m.readRet = pr.readRC, pr.readRet
-			}
-			m.final = m.final || pr.final
-			continue
+	// Lay the pairs out in (offset, value) order.
+	out := make([]pair, 0, len(ps))
+	emit := func(first int32) {
+		start := len(out)
+		for k := first; k >= 0; k = next[k] {
+			out = append(out, ps[k])
 		}
-		out = append(out, pr)
+		if group := out[start:]; len(group) > 1 {
+			slices.SortFunc(group, func(x, y pair) int { return comparePairs(&x, &y) })
+		}
+	}
+	if dense {
+		for _, first := range head {
+			emit(first)
+		}
+	} else {
+		offs := make([]int64, 0, len(at))
+		for off := range at {
+			offs = append(offs, off)
+		}
+		slices.Sort(offs)
+		for _, off := range offs {
+			emit(at[off])
+		}
 	}
 	p.pairs = out
 	p.byValue = make([]int32, len(out))
@@ -289,41 +354,4 @@ func comparePairs(x, y *pair) int {
 		return strings.Compare(x.value, y.value)
 	}
 	return int(x.seq - y.seq) // a total order: the result is deterministic
-}
-
-// sortPairs orders pairs by offset, value and creation. Offsets are
-// nearly dense, so it buckets by offset (a counting sort) and sorts only
-// within each offset; sparse offsets fall back to a comparison sort.
-func sortPairs(ps []pair) []pair {
-	if len(ps) == 0 {
-		return ps
-	}
-	lo, hi := ps[0].offset, ps[0].offset
-	for i := range ps {
-		lo, hi = min(lo, ps[i].offset), max(hi, ps[i].offset)
-	}
-	if hi-lo > 4*int64(len(ps))+1024 {
-		slices.SortFunc(ps, func(x, y pair) int { return comparePairs(&x, &y) })
-		return ps
-	}
-	start := make([]int32, hi-lo+2)
-	for i := range ps {
-		start[ps[i].offset-lo+1]++
-	}
-	for i := 1; i < len(start); i++ {
-		start[i] += start[i-1]
-	}
-	out := make([]pair, len(ps))
-	next := slices.Clone(start[:len(start)-1])
-	for i := range ps {
-		k := ps[i].offset - lo
-		out[next[k]] = ps[i]
-		next[k]++
-	}
-	for k := 0; k+1 < len(start); k++ {
-		if group := out[start[k]:start[k+1]]; len(group) > 1 {
-			slices.SortFunc(group, func(x, y pair) int { return comparePairs(&x, &y) })
-		}
-	}
-	return out
 }

@@ -82,11 +82,19 @@ type pendingAppend struct {
 	vis Visibility
 }
 
+type pendingRead struct {
+	op        *history.Op
+	from      int64
+	committed bool
+	recs      []history.Record
+}
+
 type partitionBuild struct {
 	tp         history.TopicPartition
 	definite   []pendingAppend
 	indefinite []pendingAppend
-	reads      []LogOp
+	reads      []pendingRead
+	nRecords   int
 }
 
 // Logs splits a valid history into resolved partition logs, sorted by
@@ -104,24 +112,13 @@ func Logs(h history.History) []Log {
 		}
 		return b
 	}
-	var entries []Entry // carved into reads' records, to allocate in blocks
 	addRead := func(op *history.Op, tp history.TopicPartition, from int64, committed bool, recs []history.Record) {
 		if len(recs) == 0 {
 			return
 		}
-		if len(entries) < len(recs) {
-			entries = make([]Entry, max(len(recs), 4096))
-		}
-		es := entries[:len(recs):len(recs)]
-		entries = entries[len(recs):]
-		for i, r := range recs {
-			es[i] = Entry{Offset: r.Offset, Value: r.Value}
-		}
 		b := get(tp)
-		b.reads = append(b.reads, LogOp{Op: op.ID, Node: op.Node, Client: clients[op.Process],
-			Call: op.Call, Return: op.Return,
-			Input:  LogInput{TP: tp, Read: true, From: from, Committed: committed, After: history.NoOffset},
-			Output: LogOutput{Offset: history.NoOffset, Records: es}})
+		b.reads = append(b.reads, pendingRead{op: op, from: from, committed: committed, recs: recs})
+		b.nRecords += len(recs)
 	}
 	for i := range h {
 		op := &h[i]
@@ -160,17 +157,6 @@ func Logs(h history.History) []Log {
 	return logs
 }
 
-func appendOp(pa pendingAppend, clients map[string]int, base, ret int64) LogOp {
-	op := pa.op
-	vals := make([]string, len(op.Send.Messages))
-	for i, m := range op.Send.Messages {
-		vals[i] = m.Value
-	}
-	return LogOp{Op: op.ID, Node: op.Node, Client: clients[op.Process], Call: op.Call, Return: ret,
-		Input:  LogInput{TP: op.Send.TP, Values: vals, Visibility: pa.vis, After: history.NoOffset},
-		Output: LogOutput{Offset: base}}
-}
-
 // resolve pins each indefinite send to where reads observed it. An
 // observation (value v at offset o) is explained if some append already
 // claims v at o; an indefinite send is placed at the base offset that
@@ -178,6 +164,17 @@ func appendOp(pa pendingAppend, clients map[string]int, base, ret int64) LogOp {
 // invocation order, or dropped if it explains none.
 func (b *partitionBuild) resolve(clients map[string]int) Log {
 	l := Log{TP: b.tp, Ops: make([]LogOp, 0, len(b.definite)+len(b.indefinite)+len(b.reads))}
+	vals := make([]string, 0, len(b.definite)+len(b.indefinite))
+	appendOp := func(pa pendingAppend, clients map[string]int, base, ret int64) LogOp {
+		op := pa.op
+		start := len(vals)
+		for _, m := range op.Send.Messages {
+			vals = append(vals, m.Value)
+		}
+		return LogOp{Op: op.ID, Node: op.Node, Client: clients[op.Process], Call: op.Call, Return: ret,
+			Input:  LogInput{TP: op.Send.TP, Values: vals[start:len(vals):len(vals)], Visibility: pa.vis, After: history.NoOffset},
+			Output: LogOutput{Offset: base}}
+	}
 	var cl claims
 	for _, pa := range b.definite {
 		l.Ops = append(l.Ops, appendOp(pa, clients, pa.op.Send.Offset, pa.op.Return))
@@ -188,7 +185,7 @@ func (b *partitionBuild) resolve(clients map[string]int) Log {
 				cl.sorted = append(cl.sorted, Entry{Offset: pa.op.Send.Offset + int64(i), Value: m.Value})
 			}
 		}
-		slices.SortStableFunc(cl.sorted, func(x, y Entry) int {
+		slices.SortStableFunc(cl.sorted, func(x, y Entry) int { // stable: the first claim wins
 			switch {
 			case x.Offset < y.Offset:
 				return -1
@@ -205,7 +202,7 @@ func (b *partitionBuild) resolve(clients map[string]int) Log {
 			}
 		}
 		for _, r := range b.reads {
-			for _, e := range r.Output.Records {
+			for _, e := range r.recs {
 				if obs, ok := wanted[e.Value]; ok && !slices.Contains(obs, e.Offset) {
 					wanted[e.Value] = append(obs, e.Offset)
 				}
@@ -265,7 +262,7 @@ func (b *partitionBuild) resolve(clients map[string]int) Log {
 	for i := range l.Ops {
 		apps = append(apps, i)
 	}
-	slices.SortStableFunc(apps, func(x, y int) int {
+	slices.SortFunc(apps, func(x, y int) int {
 		bx, by := l.Ops[x].Output.Offset, l.Ops[y].Output.Offset
 		switch {
 		case bx < by:
@@ -280,7 +277,19 @@ func (b *partitionBuild) resolve(clients map[string]int) Log {
 		l.Ops[i].Input.After = end
 		end = l.Ops[i].Output.Offset + int64(len(l.Ops[i].Input.Values))
 	}
-	l.Ops = append(l.Ops, b.reads...)
+	entries := make([]Entry, b.nRecords)
+	for _, r := range b.reads {
+		es := entries[:len(r.recs):len(r.recs)]
+		entries = entries[len(r.recs):]
+		for i, rec := range r.recs {
+			es[i] = Entry{Offset: rec.Offset, Value: rec.Value}
+		}
+		op := r.op
+		l.Ops = append(l.Ops, LogOp{Op: op.ID, Node: op.Node, Client: clients[op.Process],
+			Call: op.Call, Return: op.Return,
+			Input:  LogInput{TP: b.tp, Read: true, From: r.from, Committed: r.committed, After: history.NoOffset},
+			Output: LogOutput{Offset: history.NoOffset, Records: es}})
+	}
 	return l
 }
 
