@@ -3,6 +3,7 @@ package checkers_test
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -242,8 +243,11 @@ func TestAnAcknowledgedWriteNeverReadByTheEndIsUnseenALivenessViolation(t *testi
 	wantAnomaly(t, v, "unseen", 1, s)
 	wantAnomaly(t, v, "output-loss", 1, s)
 	wantNo(t, v, "lost-write")
-	if len(v.Liveness()) != 2 || len(v.Safety()) != 0 || v.Holds(checkers.AtLeastOnce) {
+	if len(v.Liveness()) != 2 || len(v.Safety()) != 0 || v.Holds(checkers.AtLeastOnce) || len(v.Breaking(checkers.AtLeastOnce)) != 2 {
 		t.Fatalf("unseen and output-loss are liveness violations of at-least-once:\n%s", v.Summary())
+	}
+	if len(v.Breaking(checkers.AtMostOnce)) != 0 || !reflect.DeepEqual(v.Held, []checkers.Guarantee{checkers.AtMostOnce, checkers.None}) {
+		t.Fatalf("at-most-once held: %v", v.Held)
 	}
 }
 

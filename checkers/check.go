@@ -105,25 +105,21 @@ func Check(h history.History, opts Options) (Verdict, error) {
 	v.Stats.Intents, v.Stats.Acknowledged, v.Stats.Outputs = stats.Intents, stats.Acknowledged, stats.Outputs
 	v.Notes = notes
 	v.Anomalies = rep.list()
-	v.held = map[Guarantee]bool{ExactlyOnce: !v.Inconclusive, AtLeastOnce: true, AtMostOnce: true}
+	held := map[Guarantee]bool{ExactlyOnce: !v.Inconclusive, AtLeastOnce: true, AtMostOnce: true, None: true}
 	for _, an := range v.Anomalies {
 		for _, g := range an.Breaks {
-			v.held[g] = false
+			held[g] = false
 		}
 		if anomalies[an.Name].order && opts.KeyOrder {
 			v.OrderHeld = false
 		}
 	}
-	switch {
-	case v.held[ExactlyOnce]:
-		v.Observed = ExactlyOnce
-	case v.held[AtLeastOnce]:
-		v.Observed = AtLeastOnce
-	case v.held[AtMostOnce]:
-		v.Observed = AtMostOnce
-	default:
-		v.Observed = None
+	for _, g := range []Guarantee{ExactlyOnce, AtLeastOnce, AtMostOnce, None} {
+		if held[g] {
+			v.Held = append(v.Held, g)
+		}
 	}
+	v.Observed = v.Held[0]
 	if opts.HTML != "" && illegal >= 0 {
 		if err := VisualizeLog(h, logs[illegal], opts.HTML, opts.PorcupineTimeout); err != nil {
 			return v, err

@@ -136,7 +136,8 @@ type Verdict struct {
 	Stats        Stats
 	// Notes say what could not be judged, and why.
 	Notes []string
-	held  map[Guarantee]bool
+	// Held lists every guarantee that held, strongest first.
+	Held []Guarantee
 }
 
 // Stats counts what was checked.
@@ -146,10 +147,20 @@ type Stats struct {
 
 // Holds reports whether guarantee g held. None always holds.
 func (v Verdict) Holds(g Guarantee) bool {
-	if g == None {
-		return true
+	return g == None || slices.Contains(v.Held, g)
+}
+
+// Breaking returns the anomalies that violate guarantee g: what a
+// scenario expecting g failed on, each with its class (safety or
+// liveness).
+func (v Verdict) Breaking(g Guarantee) []Anomaly {
+	var out []Anomaly
+	for _, a := range v.Anomalies {
+		if slices.Contains(a.Breaks, g) {
+			out = append(out, a)
+		}
 	}
-	return v.held[g]
+	return out
 }
 
 // Safety and Liveness return the anomalies of that class.
