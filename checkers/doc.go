@@ -90,7 +90,9 @@
 // Verdict.Observed is the strongest guarantee that held: exactly-once, else
 // at-least-once, else at-most-once, else none (when at-least-once and
 // at-most-once both hold but exactly-once does not, at-least-once; ask
-// Holds for either). Holds(expected) is what a scenario asserts. If
+// Holds for either); Held lists every guarantee that held. Holds(expected)
+// is what a scenario asserts, and Breaking(expected) the anomalies that
+// failed it, each safety or liveness. If
 // porcupine timed out anywhere, the verdict is Inconclusive and
 // exactly-once is not claimed: Unknown is never a pass.
 //
