@@ -28,6 +28,8 @@
 //   - Node.Stop is a crash as the process sees it: no further calls, its
 //     memory dropped, every connection closed (peers are told), every timer
 //     discarded. Restarting is host.Start again with the same Options.
+//     Node.Shutdown is the clean stop (SIGTERM): the process's env.Stopper
+//     runs on the loop first.
 //
 // Queues are bounded: a reader stops reading when its node's loop falls
 // behind (TCP then pushes back on the peer), and a connection whose unsent

@@ -162,10 +162,17 @@ func TestRealModeKgoSurvivesLeaderKill(t *testing.T) {
 	finalRead(ctx, t, c, rec, clk, tp, end)
 
 	h := rec.History()
-	path := filepath.Join(c.dir, "history.jsonl")
-	if f, err := os.Create(path); err == nil {
+	// The history outlives the test's directories, for `kafkasim check`.
+	path := "(not saved)"
+	if f, err := os.CreateTemp("", "kafkasim-realmode-*.jsonl"); err == nil {
+		path = f.Name()
 		_ = h.Write(f)
 		f.Close()
+		t.Cleanup(func() {
+			if !t.Failed() {
+				os.Remove(path)
+			}
+		})
 	}
 	v, err := checkers.Check(h, checkers.Options{Rebalancing: true})
 	if err != nil {
