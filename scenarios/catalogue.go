@@ -24,6 +24,13 @@ func scenario(name, desc string, edit func(*Scenario)) Scenario {
 
 func flush(n int64) *int64 { return &n }
 
+// pipeline is a consume-process-sink workload: two input partitions, one
+// consumer application each, committing per pattern.
+func pipeline(s *Scenario, commit string) {
+	s.Workload.Kind, s.Workload.Commit = ConsumeProcessSink, commit
+	s.Cluster.Partitions, s.Workload.Consumers = 2, 2
+}
+
 var catalogue = []Scenario{
 	// Producers into the log.
 	scenario("acks0", "acks=0, no retries: fire and forget, never duplicated", func(s *Scenario) {
@@ -32,12 +39,12 @@ var catalogue = []Scenario{
 	}),
 	scenario("acks1-retries-duplicates", "acks=1 with retries: a retried batch whose answer was lost lands twice", func(s *Scenario) {
 		s.Producer.Acks, s.Producer.EnableIdempotence = "1", false
-		s.Workload.Kind, s.Workload.Messages = ProduceOnly, 1000
+		s.Workload.Kind, s.Workload.Messages = ProduceOnly, 3000
 		s.Faults, s.Expect, s.Refutes = "network", checkers.None, checkers.AtMostOnce
 	}),
 	scenario("acks1-leader-failover", "acks=1: the leader answers before followers fetch; a leader failover loses acknowledged writes", func(s *Scenario) {
 		s.Producer.Acks, s.Producer.EnableIdempotence = "1", false
-		s.Workload.Kind, s.Workload.Messages = ProduceOnly, 1000
+		s.Workload.Kind, s.Workload.Messages = ProduceOnly, 3000
 		s.Faults, s.Expect, s.Refutes = "crash,network", checkers.None, checkers.AtLeastOnce
 	}),
 	scenario("acks-all-retries", "acks=all, retries, no idempotence: nothing acknowledged is lost, retries may duplicate", func(s *Scenario) {
@@ -68,32 +75,32 @@ var catalogue = []Scenario{
 
 	// Consumers: the seed's three patterns.
 	scenario("pipeline-commit-before-process", "commit the offset, then process: a crash in between loses the message", func(s *Scenario) {
-		s.Workload.Kind, s.Workload.Commit = ConsumeProcessSink, CommitBeforeProcess
+		pipeline(s, CommitBeforeProcess)
 		s.Faults, s.Expect = "crash", checkers.AtMostOnce
 	}),
 	scenario("pipeline-commit-before-process-loses", "commit-before-process is caught losing output: not at-least-once", func(s *Scenario) {
-		s.Workload.Kind, s.Workload.Commit = ConsumeProcessSink, CommitBeforeProcess
+		pipeline(s, CommitBeforeProcess)
 		s.Faults, s.Expect, s.Refutes = "crash", checkers.AtMostOnce, checkers.AtLeastOnce
 	}),
 	scenario("pipeline-process-then-commit", "process, then commit: a crash in between processes the message again", func(s *Scenario) {
-		s.Workload.Kind, s.Workload.Commit = ConsumeProcessSink, ProcessThenCommit
+		pipeline(s, ProcessThenCommit)
 		s.Faults, s.Expect = "crash,network", checkers.AtLeastOnce
 	}),
 	scenario("pipeline-process-then-commit-duplicates", "process-then-commit is caught duplicating output: not at-most-once", func(s *Scenario) {
-		s.Workload.Kind, s.Workload.Commit = ConsumeProcessSink, ProcessThenCommit
+		pipeline(s, ProcessThenCommit)
 		s.Faults, s.Expect, s.Refutes = "crash", checkers.AtLeastOnce, checkers.AtMostOnce
 	}),
 	scenario("pipeline-auto-commit", "enable.auto.commit with asynchronous processing commits what is not yet processed", func(s *Scenario) {
 		s.Consumer.EnableAutoCommit = true
-		s.Workload.Kind, s.Workload.Commit = ConsumeProcessSink, CommitBeforeProcess
+		pipeline(s, CommitBeforeProcess)
 		s.Faults, s.Expect, s.Refutes = "crash", checkers.None, checkers.AtLeastOnce
 	}),
 	scenario("pipeline-sink-offsets-in-kafka", "twin of pipeline-atomic-sink: output to the sink, offsets to Kafka afterwards — a crash in between repeats output", func(s *Scenario) {
-		s.Workload.Kind, s.Workload.Commit = ConsumeProcessSink, ProcessThenCommit
+		pipeline(s, ProcessThenCommit)
 		s.Faults, s.Expect, s.Refutes = "crash", checkers.AtLeastOnce, checkers.ExactlyOnce
 	}),
 	scenario("pipeline-atomic-sink", "output and offset in one atomic sink write, offset read back from the sink: exactly-once", func(s *Scenario) {
-		s.Workload.Kind, s.Workload.Commit = ConsumeProcessSink, AtomicWithOutput
+		pipeline(s, AtomicWithOutput)
 		s.Faults, s.Expect = "crash,network", checkers.ExactlyOnce
 	}),
 }

@@ -27,6 +27,9 @@ type Scenario struct {
 	// "network", "power", "correlated-power", "disk", "clock", "all" or a
 	// comma-separated union.
 	Faults string `json:"faults"`
+	// FaultsRate multiplies the nemesis's fault rates (1: its default
+	// mix of one fault every 3 to 48 seconds per kind).
+	FaultsRate float64 `json:"faults.rate"`
 	// Expect is the guarantee the configuration claims.
 	Expect checkers.Guarantee `json:"expect"`
 	// Refutes, for a weak twin, is the guarantee its sibling claims and
@@ -130,9 +133,10 @@ func Defaults() Scenario {
 			Acks: "all", EnableIdempotence: true, Retries: 2147483647,
 			MaxInFlightRequestsPerConnection: 5, DeliveryTimeoutMs: 30000, RequestTimeoutMs: 10000,
 		},
-		Consumer: Consumer{IsolationLevel: "read_committed", AutoCommitIntervalMs: 1000, AutoOffsetReset: "earliest"},
-		Workload: Workload{Messages: 300, Producers: 1, Consumers: 1, DurationMs: 30000, ProcessingMs: 50},
-		Faults:   "none",
+		Consumer:   Consumer{IsolationLevel: "read_committed", AutoCommitIntervalMs: 1000, AutoOffsetReset: "earliest"},
+		Workload:   Workload{Messages: 300, Producers: 1, Consumers: 1, DurationMs: 30000, ProcessingMs: 50},
+		Faults:     "none",
+		FaultsRate: 2.5,
 	}
 }
 
@@ -278,6 +282,9 @@ func (s Scenario) Validate() error {
 	}
 	if _, err := s.FaultClass(); err != nil {
 		return bad("faults: %v", err)
+	}
+	if s.FaultsRate <= 0 || s.FaultsRate > 20 {
+		return bad("faults.rate %v outside (0, 20]", s.FaultsRate)
 	}
 	if _, err := checkers.ParseGuarantee(string(s.Expect)); err != nil {
 		return bad("expect: %v", err)

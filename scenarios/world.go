@@ -167,6 +167,7 @@ func (c *cluster) nemesisOptions(topics []string, duration time.Duration) faults
 		Brokers:    slices.Clone(c.brokers),
 		Controller: controllerNode,
 		Clients:    slices.Clone(c.clients),
+		RateScale:  c.s.FaultsRate,
 	}
 	if c.hasSink {
 		o.Sink = sinkNode

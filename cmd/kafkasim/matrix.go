@@ -19,8 +19,13 @@ import (
 	"golang.org/x/term"
 )
 
-// DefaultMatrixSeeds is the seeds per scenario of a plain `kafkasim matrix`.
-const DefaultMatrixSeeds = 20
+// DefaultMatrixSeeds is the seeds per claiming scenario of a plain
+// `kafkasim matrix`; DefaultTwinSeeds bounds the seeds a weak twin gets to
+// show its violation (it stops at the first).
+const (
+	DefaultMatrixSeeds = 20
+	DefaultTwinSeeds   = 100
+)
 
 // job is one (scenario, seed) run.
 type job struct {
@@ -35,9 +40,14 @@ type outcome struct {
 }
 
 // runJobs runs jobs on parallel workers; each world is single-threaded and
-// independent, so parallelism never changes a run. done is called in job
-// order... of completion, from one goroutine.
+// independent, so parallelism never changes a run. done is called as jobs
+// complete, from one goroutine; a job for which skip (called from the
+// feeding goroutine, under the same lock as done) reports true is not run.
 func runJobs(jobs []job, parallel int, done func(outcome)) {
+	runJobsSkipping(jobs, parallel, nil, done)
+}
+
+func runJobsSkipping(jobs []job, parallel int, skip func(job) bool, done func(outcome)) {
 	if parallel < 1 {
 		parallel = runtime.GOMAXPROCS(0)
 	}
@@ -54,16 +64,24 @@ func runJobs(jobs []job, parallel int, done func(outcome)) {
 			}
 		}()
 	}
+	var mu sync.Mutex
 	go func() {
 		for _, j := range jobs {
-			in <- j
+			mu.Lock()
+			skipped := skip != nil && skip(j)
+			mu.Unlock()
+			if !skipped {
+				in <- j
+			}
 		}
 		close(in)
 		wg.Wait()
 		close(out)
 	}()
 	for o := range out {
+		mu.Lock()
 		done(o)
+		mu.Unlock()
 	}
 }
 
@@ -98,15 +116,16 @@ func (rw *row) observed() string {
 func runMatrix(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("matrix", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	seeds := fs.Int("seeds", DefaultMatrixSeeds, "seeds per scenario (1..N)")
+	seeds := fs.Int("seeds", DefaultMatrixSeeds, "seeds per claiming scenario (1..N)")
+	twinSeeds := fs.Int("twin-seeds", DefaultTwinSeeds, "most seeds a weak twin gets to be caught (it stops at the first)")
 	asJSON := fs.Bool("json", false, "print one JSON object per scenario")
 	parallel := fs.Int("parallel", 0, "worlds run at once (0: GOMAXPROCS)")
 	only := fs.String("scenarios", "", "comma-separated scenario names (default: all)")
 	if err := fs.Parse(args); err != nil {
 		return exitBadInput
 	}
-	if *seeds < 1 {
-		return badInput(stderr, "--seeds %d < 1", *seeds)
+	if *seeds < 1 || *twinSeeds < 1 {
+		return badInput(stderr, "--seeds %d and --twin-seeds %d must be at least 1", *seeds, *twinSeeds)
 	}
 	list := scenarios.List()
 	if *only != "" {
@@ -120,16 +139,27 @@ func runMatrix(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	rows := map[string]*row{}
-	var jobs []job
+	most := *seeds
 	for _, s := range list {
 		claims := string(s.Expect)
 		rows[s.Name] = &row{Scenario: s.Name, Claims: claims, Checked: string(s.Checked()), Twin: s.Twin(),
 			held: map[checkers.Guarantee]bool{checkers.ExactlyOnce: true, checkers.AtLeastOnce: true, checkers.AtMostOnce: true}}
-		for seed := 1; seed <= *seeds; seed++ {
-			jobs = append(jobs, job{s: s, seed: uint64(seed)})
+		if s.Twin() {
+			most = max(most, *twinSeeds)
 		}
 	}
-	runJobs(jobs, *parallel, func(o outcome) {
+	// Seed-major order: every scenario advances together, and a twin stops
+	// being fed once it is caught.
+	var jobs []job
+	for seed := 1; seed <= most; seed++ {
+		for _, s := range list {
+			if (s.Twin() && seed <= *twinSeeds) || (!s.Twin() && seed <= *seeds) {
+				jobs = append(jobs, job{s: s, seed: uint64(seed)})
+			}
+		}
+	}
+	skip := func(j job) bool { return j.s.Twin() && rows[j.s.Name].Violated > 0 }
+	runJobsSkipping(jobs, *parallel, skip, func(o outcome) {
 		rw := rows[o.s.Name]
 		rw.Seeds++
 		if o.err != nil {
