@@ -18,8 +18,9 @@ type OffsetAndMetadata struct {
 	Metadata    string
 }
 
-// Consumer is Kafka's consumer with manual assignment, event-driven: Poll
-// returns its records through a callback on the process's loop.
+// Consumer is Kafka's consumer, with manual assignment (Assign) or group
+// membership (Subscribe, group.go), event-driven: Poll returns its records
+// through a callback on the process's loop.
 type Consumer struct {
 	e    env.Env
 	opts ConsumerOptions
@@ -36,6 +37,7 @@ type Consumer struct {
 	committing bool // an OffsetFetch for starting positions is out
 
 	coord        coordinator
+	group        *membership // with Subscribe
 	autoCommitAt env.Time
 	closed       bool
 
@@ -108,7 +110,17 @@ func NewConsumer(e env.Env, r *rpc.Router, opts ConsumerOptions) (*Consumer, err
 // membership). Partitions already assigned keep their positions; new ones
 // start from the group's committed offset if group.id is set, else (or if
 // none is committed) from auto.offset.reset, when the next Poll runs.
+// Assign on a consumer that subscribed panics, as Kafka's throws
+// IllegalStateException.
 func (c *Consumer) Assign(tps []TopicPartition) {
+	if c.group != nil {
+		panic("client: Assign on a consumer that subscribed")
+	}
+	c.setAssignment(tps)
+}
+
+// setAssignment is Assign, for the application or the group.
+func (c *Consumer) setAssignment(tps []TopicPartition) {
 	next := map[TopicPartition]*assignment{}
 	var ordered []*assignment
 	var topics []string
@@ -215,33 +227,50 @@ func (c *Consumer) Poll(maxRecords int, timeout time.Duration, done func([]Recor
 	if maxRecords <= 0 {
 		maxRecords = c.opts.MaxPollRecords
 	}
+	if c.group != nil {
+		c.notePoll()
+	}
 	c.maybeAutoCommit()
 	c.poll = &pendingPoll{max: maxRecords, deadline: c.e.Now().Add(timeout), done: done}
 	c.wake()
 }
 
 // Close stops the consumer: with enable.auto.commit it first commits the
-// positions (as Kafka's close does, within default.api.timeout.ms), then
-// a pending Poll ends with ErrConsumerClosed, the connections close and
-// done runs.
+// positions (as Kafka's close does, within default.api.timeout.ms); a
+// group member then revokes its partitions and leaves the group
+// (LeaveGroup); then a pending Poll ends with ErrConsumerClosed, the
+// connections close and done runs.
 func (c *Consumer) Close(done func()) {
 	if c.closed {
 		c.note(done)
 		c.deliverLater()
 		return
 	}
-	finish := func(error) {
+	finish := func() {
 		c.shut()
 		c.note(done)
 		c.deliver()
 	}
+	leave := func() {
+		if c.group == nil {
+			finish()
+			return
+		}
+		// Kafka's close revokes the partitions and leaves the group, so it
+		// rebalances at once instead of after session.timeout.ms.
+		if owned, cb := c.group.owned, c.group.listener.OnPartitionsRevoked; len(owned) > 0 && cb != nil && !c.group.lost {
+			cb(owned)
+		}
+		c.group.seq++
+		c.leaveGroup(finish)
+	}
 	if c.opts.EnableAutoCommit {
 		if offsets := c.Positions(); len(offsets) > 0 {
-			c.commit(offsets, true, func(err error) { finish(err) })
+			c.commit(offsets, true, func(error) { leave() })
 			return
 		}
 	}
-	c.e.AfterFunc(0, func() { finish(nil) })
+	c.e.AfterFunc(0, leave)
 }
 
 func (c *Consumer) shut() {
@@ -257,6 +286,13 @@ func (c *Consumer) shut() {
 	if c.timer != 0 {
 		c.e.Cancel(c.timer)
 		c.timer = 0
+	}
+	if g := c.group; g != nil {
+		c.stopHeartbeats()
+		if g.pollTimer != 0 {
+			c.e.Cancel(g.pollTimer)
+			g.pollTimer = 0
+		}
 	}
 	c.cl.close()
 }
@@ -277,10 +313,16 @@ func (c *Consumer) wake() {
 // Requests go out only while a poll is pending, as Kafka's consumer does
 // its network work inside poll.
 func (c *Consumer) run() {
-	if c.closed || c.poll == nil {
+	if c.closed {
 		return
 	}
 	defer c.deliver()
+	if c.group != nil {
+		c.maintainGroup()
+	}
+	if c.poll == nil {
+		return
+	}
 	now := c.e.Now()
 	next := c.poll.deadline
 	c.updatePositions(now, &next)

@@ -90,38 +90,71 @@
 //
 // # Consumer
 //
-// Assign takes partitions (no group membership yet). A partition starts at
-// the group's committed offset (OffsetFetch, when group.id is set), else at
-// auto.offset.reset via ListOffsets (earliest, latest, or none: Poll
-// reports ErrNoOffset until Seek); OFFSET_OUT_OF_RANGE resets the same way.
-// Poll returns records as soon as fetches bring some, up to max.poll.records
-// (or the caller's maximum), with topic, partition, offset, key, value,
-// headers, timestamp and the leader epoch of their batch; control batches
-// are skipped, and with read_committed the fetch stops at the last stable
-// offset and drops aborted transactions using the fetch's aborted list. One
-// fetch is in flight per broker, long-polled by fetch.max.wait.ms and
-// fetch.min.bytes, and only while a Poll is pending (plus one prefetch when
-// a Poll returns), as Kafka's consumer does its network work inside poll.
-// Fetches carry the current leader epoch and the epoch of the last record
-// returned, so a leader fences a stale view (FENCED_LEADER_EPOCH, refreshed)
-// and reports a log that diverged below the position (KIP-320): the
-// consumer moves back to the divergence point, or with auto.offset.reset
-// none reports ErrLogTruncation. CommitOffsets and CommitPositions send
-// OffsetCommit to the group coordinator (FindCoordinator) with generation
-// -1 and no member id, retrying retriable errors within
-// default.api.timeout.ms; Committed reads them back. With
-// enable.auto.commit, a Poll first commits the positions the previous Poll
-// reached once auto.commit.interval.ms has passed (and Close commits the
-// current ones), asynchronously and without retries, as Kafka does.
+// Assign takes partitions (no group membership); Subscribe joins the
+// group (group.go: JoinGroup, SyncGroup with the range assignor run by the
+// leader, heartbeats, LeaveGroup, eager rebalances announced to a
+// RebalanceListener, max.poll.interval.ms). A partition starts at the
+// group's committed offset (OffsetFetch, when group.id is set; with
+// read_committed it sets require_stable and waits out
+// UNSTABLE_OFFSET_COMMIT while a transaction may still move the offset),
+// else at auto.offset.reset via ListOffsets (earliest, latest, or none:
+// Poll reports ErrNoOffset until Seek); OFFSET_OUT_OF_RANGE resets the
+// same way. Poll returns records as soon as fetches bring some, up to
+// max.poll.records (or the caller's maximum), with topic, partition,
+// offset, key, value, headers, timestamp and the leader epoch of their
+// batch; control batches are skipped, and with read_committed the fetch
+// stops at the last stable offset and drops aborted transactions using the
+// fetch's aborted list. One fetch is in flight per broker, long-polled by
+// fetch.max.wait.ms and fetch.min.bytes, and only while a Poll is pending
+// (plus one prefetch when a Poll returns), as Kafka's consumer does its
+// network work inside poll. Fetches carry the current leader epoch and the
+// epoch of the last record returned, so a leader fences a stale view
+// (FENCED_LEADER_EPOCH, refreshed) and reports a log that diverged below
+// the position (KIP-320): the consumer moves back to the divergence point,
+// or with auto.offset.reset none reports ErrLogTruncation. CommitOffsets
+// and CommitPositions send OffsetCommit to the group coordinator
+// (FindCoordinator) — with generation -1 and no member id after Assign,
+// with the member's generation and id after Subscribe (refused locally
+// with ErrCommitFailed while it is not in a stable generation; the
+// coordinator's ILLEGAL_GENERATION and UNKNOWN_MEMBER_ID are definite
+// failures and send the member to rejoin) — retrying retriable errors
+// within default.api.timeout.ms; Committed reads them back. With
+// enable.auto.commit, a Poll first commits the positions the previous
+// Poll reached once auto.commit.interval.ms has passed (and Close commits
+// the current ones), asynchronously and without retries, as Kafka does.
 //
-// # Not yet
+// # Transactions
 //
-// Transactions and group membership come with issue 6. The seams:
-// ProducerOptions.TransactionalID (refused for now) and the marked places in
-// the producer (InitProducerId to the transaction coordinator,
-// AddPartitionsToTxn before a partition's first batch in drainable,
-// transactional batches in encode, the id in produce requests, EndTxn); the
-// read_committed path in the consumer is already complete, and OffsetFetch
-// will set RequireStable; commits will carry a generation and member id
-// from a group membership.
+// With transactional.id the producer is transactional (transaction.go):
+// InitTransactions, BeginTransaction, Send, SendOffsetsToTransaction
+// (with the consumer's GroupMetadata, KIP-447), CommitTransaction,
+// AbortTransaction, each a callback on the loop. Errors are fatal (Err
+// reports them: fenced by a newer instance, not authorized, an unexpected
+// answer) or abortable (a record failed, the group refused the offsets:
+// abort and go on), as Kafka's TransactionManager distinguishes them.
+// Rewinding the consumer after an abort is the application's job: Committed
+// and Seek give it what it needs.
+//
+// A record's outcome says whether it was appended, not whether its
+// transaction committed: OK records of an aborted transaction are in the
+// log, hidden from read_committed consumers by the abort marker; records
+// never sent because the transaction aborted or turned abortable fail
+// (ErrTransactionAborted, or the abortable error). A transaction's outcome
+// is CommitTransaction's:
+//
+//	outcome  when
+//	ok       EndTxn(commit) answered without error: the coordinator wrote
+//	         PrepareCommit; the markers follow
+//	fail     the commit certainly did not happen: refused before EndTxn
+//	         (abortable state, a record failed, a fatal error) or every
+//	         EndTxn attempt was answered with a refusal (PRODUCER_FENCED,
+//	         INVALID_PRODUCER_EPOCH, INVALID_TXN_STATE, ...); an aborted
+//	         transaction (AbortTransaction) never commits, whatever its
+//	         EndTxn(abort) hears
+//	info     an EndTxn(commit) went unanswered (timeout, disconnect) or was
+//	         answered NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
+//	         REQUEST_TIMED_OUT or an unknown code — which a coordinator may
+//	         send after appending the decision — and no later attempt
+//	         settled it: max.block.ms passed, the producer was closed, or
+//	         a later attempt was fenced
 package client

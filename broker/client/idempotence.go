@@ -70,6 +70,9 @@ func (p *Producer) maintainIdempotence(now env.Time, next *env.Time) bool {
 		return true
 	}
 	id := &p.idem
+	if id.current.id < 0 && p.txn != nil {
+		return false // InitTransactions gets the id
+	}
 	if id.current.id < 0 {
 		switch {
 		case id.requesting:
@@ -90,8 +93,7 @@ func (p *Producer) maintainIdempotence(now env.Time, next *env.Time) bool {
 func (p *Producer) initProducerID() {
 	id := &p.idem
 	id.requesting = true
-	// Transactions: with a transactional.id this goes to the transaction
-	// coordinator (FindCoordinator type 1), not to any broker.
+	// A transactional producer's goes to its coordinator: transaction.go.
 	req := kmsg.NewPtrInitProducerIDRequest()
 	req.TransactionalID = p.transactionalID
 	req.TransactionTimeoutMillis = math.MaxInt32
@@ -149,6 +151,12 @@ func (p *Producer) requestBump(q *partitionQueue, why string) {
 		p.e.Log("producer-epoch-bump-wanted", "client", p.opts.ClientID, "partition", q.tp.String(), "why", why)
 	}
 	q.rewrite = true
+	if p.txn != nil {
+		// Only the coordinator moves a transactional producer's epoch:
+		// the transaction aborts, and the epoch is bumped then.
+		p.txn.needBump(why)
+		return
+	}
 	p.idem.bumpWanted = true
 }
 
@@ -263,7 +271,7 @@ func (p *Producer) idempotentRetry(b *batch, code int16, logStartOffset int64) (
 		if b.ident == q.ident {
 			p.requestBump(q, "unknown producer id")
 		}
-		return true, true
+		return p.txn == nil, true // a transactional batch fails: the transaction aborts
 	case kerr.OutOfOrderSequenceNumber.Code:
 		isNext := record.IncrementSequence(q.lastAcked, 1) == b.baseSeq
 		if q.unresolvedSeq < 0 && (b.seqReset || !isNext) {
@@ -272,7 +280,7 @@ func (p *Producer) idempotentRetry(b *batch, code int16, logStartOffset int64) (
 		if (q.unresolvedSeq < 0 || q.unresolvedSeq == b.baseSeq) && b.ident == q.ident {
 			p.requestBump(q, "out of order sequence")
 		}
-		return true, true
+		return p.txn == nil, true
 	}
 	return false, false
 }

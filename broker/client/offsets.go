@@ -259,9 +259,14 @@ func (c *Consumer) commit(offsets map[TopicPartition]OffsetAndMetadata, retry bo
 		c.note(func() { done(nil) }) // nothing to commit, as commitSync of an empty map
 		return
 	}
+	generation, member, err := c.commitGeneration()
+	if err != nil {
+		c.note(func() { done(failed(err)) })
+		return
+	}
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group = c.opts.GroupID
-	req.Generation, req.MemberID = -1, "" // no membership: the coordinator takes it (issue 6 adds groups)
+	req.Generation, req.MemberID = generation, member // -1 and "" without membership
 	tps := make([]TopicPartition, 0, len(offsets))
 	for tp := range offsets {
 		tps = append(tps, tp)
@@ -313,6 +318,7 @@ func (c *Consumer) commitAttempt(op *commitOp) {
 			if coordinatorMoved(code) {
 				c.forgetCoordinator()
 			}
+			c.commitFenced(code)
 			c.commitFailed(op, codeErr(code), commitIndefinite(code))
 		})
 	})
@@ -392,7 +398,10 @@ func (c *Consumer) offsetFetch(tps []TopicPartition, done func(map[TopicPartitio
 		g.Topics[len(g.Topics)-1].Partitions = append(g.Topics[len(g.Topics)-1].Partitions, tp.Partition)
 	}
 	req.Groups = []kmsg.OffsetFetchRequestGroup{g}
-	// Transactions: read_committed consumers will set RequireStable.
+	// A read_committed consumer must not start before offsets that an open
+	// transaction may still move (KIP-447): the coordinator answers
+	// UNSTABLE_OFFSET_COMMIT, retried, until the transaction ends.
+	req.RequireStable = c.opts.IsolationLevel == ReadCommitted
 	c.withCoordinator(func(conn *rpc.Client, err error) {
 		if err != nil {
 			done(nil, err)

@@ -147,9 +147,18 @@ type ProducerOptions struct {
 	// CompressionType is compression.type: none or gzip (the codecs
 	// broker/record can write).
 	CompressionType record.Compression
-	// TransactionalID is transactional.id. Transactions are not built yet
-	// (issue 6): it must be empty.
+	// TransactionalID is transactional.id: with it the producer is
+	// transactional (InitTransactions, BeginTransaction, ...; see
+	// transaction.go). It requires enable.idempotence.
 	TransactionalID string
+	// TransactionTimeout is transaction.timeout.ms: how long the
+	// coordinator lets a transaction stay open before it aborts it and
+	// fences the producer.
+	TransactionTimeout time.Duration
+	// MaxBlock is max.block.ms: how long InitTransactions,
+	// SendOffsetsToTransaction, CommitTransaction and AbortTransaction keep
+	// retrying before they give up.
+	MaxBlock time.Duration
 }
 
 // DefaultProducerOptions are Kafka's producer defaults (Kafka 4.0: acks
@@ -168,6 +177,8 @@ func DefaultProducerOptions(bootstrap ...string) ProducerOptions {
 		EnableIdempotence:                true,
 		Partitioner:                      PartitionerMurmur2,
 		CompressionType:                  record.CompressionNone,
+		TransactionTimeout:               time.Minute,
+		MaxBlock:                         time.Minute,
 	}
 }
 
@@ -197,8 +208,12 @@ func (o ProducerOptions) Validate() error {
 		return fmt.Errorf("partitioner %v unknown", o.Partitioner)
 	case !o.CompressionType.Supported():
 		return fmt.Errorf("compression.type %v not supported", o.CompressionType)
-	case o.TransactionalID != "":
-		return errors.New("transactional.id: transactions are not implemented yet")
+	case o.TransactionalID != "" && !o.EnableIdempotence:
+		return errors.New("transactional.id requires enable.idempotence")
+	case o.TransactionalID != "" && (o.TransactionTimeout <= 0 || o.TransactionTimeout > math.MaxInt32*time.Millisecond):
+		return fmt.Errorf("transaction.timeout.ms %v outside (0, %v]", o.TransactionTimeout, math.MaxInt32*time.Millisecond)
+	case o.TransactionalID != "" && o.MaxBlock <= 0:
+		return fmt.Errorf("max.block.ms %v <= 0", o.MaxBlock)
 	}
 	if o.EnableIdempotence {
 		switch {
@@ -263,10 +278,21 @@ func (l IsolationLevel) String() string {
 type ConsumerOptions struct {
 	ConnectionOptions
 	// GroupID is group.id: the group whose committed offsets the consumer
-	// starts from and commits to. Empty: no commits; positions start at
-	// AutoOffsetReset. (Group membership comes with issue 6: commits carry
-	// generation -1 and an empty member id, as simple consumers' do.)
+	// starts from and commits to, and which Subscribe joins. Empty: no
+	// commits; positions start at AutoOffsetReset. With Assign, commits
+	// carry generation -1 and no member id, as simple consumers' do; with
+	// Subscribe, the member's generation and id.
 	GroupID string
+	// SessionTimeout is session.timeout.ms: a member the coordinator hears
+	// no heartbeat from for this long is evicted.
+	SessionTimeout time.Duration
+	// HeartbeatInterval is heartbeat.interval.ms: how often a member
+	// heartbeats (below SessionTimeout).
+	HeartbeatInterval time.Duration
+	// MaxPollInterval is max.poll.interval.ms: a member that does not call
+	// Poll for this long leaves the group, and it is also the rebalance
+	// timeout the coordinator gives members to rejoin.
+	MaxPollInterval time.Duration
 	// IsolationLevel is isolation.level.
 	IsolationLevel IsolationLevel
 	// AutoOffsetReset is auto.offset.reset.
@@ -316,6 +342,9 @@ func DefaultConsumerOptions(bootstrap ...string) ConsumerOptions {
 		AutoCommitInterval:     5 * time.Second,
 		DefaultAPITimeout:      time.Minute,
 		CheckCRCs:              true,
+		SessionTimeout:         45 * time.Second,
+		HeartbeatInterval:      3 * time.Second,
+		MaxPollInterval:        5 * time.Minute,
 	}
 }
 
@@ -343,6 +372,10 @@ func (o ConsumerOptions) Validate() error {
 		return errors.New("enable.auto.commit requires group.id")
 	case o.DefaultAPITimeout <= 0:
 		return fmt.Errorf("default.api.timeout.ms %v <= 0", o.DefaultAPITimeout)
+	case o.GroupID != "" && (o.HeartbeatInterval <= 0 || o.HeartbeatInterval >= o.SessionTimeout):
+		return fmt.Errorf("heartbeat.interval.ms %v must be in (0, session.timeout.ms %v)", o.HeartbeatInterval, o.SessionTimeout)
+	case o.GroupID != "" && o.MaxPollInterval <= 0:
+		return fmt.Errorf("max.poll.interval.ms %v <= 0", o.MaxPollInterval)
 	}
 	return nil
 }
@@ -358,6 +391,14 @@ var Versions = wire.NewVersions(
 	wire.Range{Key: 8, Min: 2, Max: 9},  // OffsetCommit
 	wire.Range{Key: 9, Min: 1, Max: 9},  // OffsetFetch
 	wire.Range{Key: 10, Min: 1, Max: 4}, // FindCoordinator
+	wire.Range{Key: 11, Min: 4, Max: 9}, // JoinGroup (v4+: MEMBER_ID_REQUIRED, KIP-394)
+	wire.Range{Key: 12, Min: 1, Max: 4}, // Heartbeat
+	wire.Range{Key: 13, Min: 1, Max: 5}, // LeaveGroup
+	wire.Range{Key: 14, Min: 1, Max: 5}, // SyncGroup
 	wire.Range{Key: 18, Min: 0, Max: 3}, // ApiVersions
 	wire.Range{Key: 22, Min: 0, Max: 4}, // InitProducerId
+	wire.Range{Key: 24, Min: 0, Max: 3}, // AddPartitionsToTxn (v4+ is for brokers)
+	wire.Range{Key: 25, Min: 0, Max: 4}, // AddOffsetsToTxn
+	wire.Range{Key: 26, Min: 0, Max: 5}, // EndTxn (v5: the answer carries the next epoch, KIP-890)
+	wire.Range{Key: 28, Min: 3, Max: 5}, // TxnOffsetCommit (v3+: generation and member, KIP-447)
 )

@@ -112,6 +112,25 @@ var (
 	ErrLogTruncation = errors.New("log truncation detected")
 	// ErrCorruptRecord: a fetched batch failed its CRC (check.crcs).
 	ErrCorruptRecord = errors.New("corrupt record batch")
+	// ErrNotTransactional: a transactional call on a producer without a
+	// transactional.id.
+	ErrNotTransactional = errors.New("producer has no transactional.id")
+	// ErrTransactionState: a transactional call in a state that does not
+	// allow it (Kafka's IllegalStateException).
+	ErrTransactionState = errors.New("illegal transaction state")
+	// ErrTransactionAborted: the record's transaction was aborted before
+	// the record was sent.
+	ErrTransactionAborted = errors.New("transaction aborted")
+	// ErrMaxBlock: max.block.ms passed before a transactional call
+	// finished.
+	ErrMaxBlock = errors.New("max.block.ms passed")
+	// ErrNotSubscribed: a group call on a consumer that has not
+	// subscribed, or a mix of Assign and Subscribe.
+	ErrNotSubscribed = errors.New("not subscribed")
+	// ErrCommitFailed: an offset commit of a group member that is not in a
+	// stable generation (Kafka's CommitFailedException and
+	// RebalanceInProgressException): the partitions may have moved.
+	ErrCommitFailed = errors.New("commit failed: the member is not in a stable generation")
 )
 
 // PartitionError names the partition an error is about.

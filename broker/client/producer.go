@@ -74,12 +74,9 @@ type Producer struct {
 	notes     []func() // callbacks to run once the current event's state changes are done
 	noting    bool
 
-	// Transactions (issue 6) plug in here: a transactional.id, the
-	// transaction coordinator found with FindCoordinator (type 1) and
-	// InitProducerId sent there, AddPartitionsToTxn before a partition's
-	// first batch of a transaction (see drainable), transactional batches
-	// (see batch.encode) and produce requests naming the id (see
-	// sendBatches), EndTxn to finish.
+	// With a transactional.id: the transaction manager (transaction.go),
+	// and the id produce requests carry.
+	txn             *transactions
 	transactionalID *string
 }
 
@@ -124,12 +121,21 @@ func NewProducer(e env.Env, r *rpc.Router, opts ProducerOptions) (*Producer, err
 		requests: map[int32]int{}, drainFrom: map[int32]int{},
 	}
 	p.idem.reset()
+	if opts.TransactionalID != "" {
+		id := opts.TransactionalID
+		p.transactionalID = &id
+		p.txn = newTransactions(p, id)
+	}
 	p.cl = newCluster(e, r, opts.ConnectionOptions, p.wake)
 	return p, nil
 }
 
 // Send queues rec for its partition and calls done exactly once with its
-// outcome, never before Send returns.
+// outcome, never before Send returns. A transactional producer sends only
+// inside a transaction (BeginTransaction); the outcome says whether the
+// record was appended to its partition, not whether its transaction
+// commits: a record of an aborted transaction can be OK (appended, and
+// hidden from read_committed consumers by the abort marker).
 func (p *Producer) Send(rec Record, done func(SendResult)) {
 	now := p.e.Now()
 	pr := &pendingRecord{rec: rec, done: done, created: now}
@@ -143,6 +149,8 @@ func (p *Producer) Send(rec Record, done func(SendResult)) {
 		refuse = ErrProducerClosed
 	case p.fatal != nil:
 		refuse = p.fatal
+	case p.txn != nil && p.txn.sendRefusal() != nil:
+		refuse = p.txn.sendRefusal()
 	case pr.size+record.BatchHeaderSize > p.opts.MaxRequestSize || pr.size > p.opts.BufferMemory:
 		refuse = fmt.Errorf("%w: %d bytes", ErrRecordTooLarge, pr.size)
 	case p.incompleteBytes+pr.size > p.opts.BufferMemory:
@@ -181,7 +189,9 @@ func (p *Producer) Flush(done func()) {
 // Close stops the producer at once: records not yet acknowledged complete
 // now — Fail with ErrProducerClosed if never sent, Info if a send of them
 // may have landed — and the connections close. For Kafka's graceful
-// close, Flush first.
+// close, Flush first. An open transaction is left to the coordinator: the
+// next instance with the transactional.id aborts it, or
+// transaction.timeout.ms does.
 func (p *Producer) Close() {
 	if p.closed {
 		return
@@ -205,6 +215,9 @@ func (p *Producer) Close() {
 		p.note(w.done)
 	}
 	p.flushes = nil
+	if p.txn != nil {
+		p.txn.stop(ErrProducerClosed, true)
+	}
 	p.cl.close()
 	p.deliverLater()
 }
@@ -276,6 +289,10 @@ func (p *Producer) complete(pr *pendingRecord, res SendResult) {
 	}
 	done := pr.done
 	p.note(func() { done(res) })
+	if res.Outcome != OK && p.txn != nil {
+		// A transaction missing one of its records must not commit.
+		p.txn.abortableError(res.Err)
+	}
 }
 
 // note queues a user callback.

@@ -84,7 +84,7 @@ func (b *batch) unresolved() bool { return b.onWire || b.maybeWritten }
 
 // encode returns the batch's RecordBatch, built once per producer identity
 // and sequence so that every retry re-sends the same bytes.
-func (b *batch) encode(codec record.Compression) []byte {
+func (b *batch) encode(codec record.Compression, transactional bool) []byte {
 	if b.encoded != nil && b.encodedFor.ident == b.ident && b.encodedFor.seq == b.baseSeq {
 		return b.encoded
 	}
@@ -95,7 +95,9 @@ func (b *batch) encode(codec record.Compression) []byte {
 	if b.baseSeq != record.NoSequence {
 		h.ProducerID, h.ProducerEpoch, h.BaseSequence = b.ident.id, b.ident.epoch, b.baseSeq
 	}
-	// Transactions: h.Attributes |= record.AttrTransactional.
+	if transactional {
+		h.Attributes |= record.AttrTransactional
+	}
 	recs := make([]record.Record, len(b.recs))
 	for i, pr := range b.recs {
 		recs[i] = record.Record{
@@ -343,8 +345,10 @@ func (p *Producer) drainable(q *partitionQueue, b *batch) bool {
 	if p.opts.MaxInFlightRequestsPerConnection == 1 && len(q.wire) > 0 {
 		return false // Kafka mutes the partition to guarantee order
 	}
-	// Transactions: a partition not yet added with AddPartitionsToTxn
-	// waits here.
+	// A partition not yet added with AddPartitionsToTxn waits here.
+	if p.txn != nil && !p.txn.canDrain(q) {
+		return false
+	}
 	if !p.opts.EnableIdempotence {
 		return true
 	}
@@ -367,7 +371,7 @@ func (p *Producer) sendBatches(leader int32, conn *rpc.Client, batches []*batch)
 		}
 		rp := kmsg.NewProduceRequestTopicPartition()
 		rp.Partition = b.q.tp.Partition
-		rp.Records = b.encode(p.opts.CompressionType)
+		rp.Records = b.encode(p.opts.CompressionType, p.txn != nil)
 		req.Topics[n-1].Partitions = append(req.Topics[n-1].Partitions, rp)
 		b.onWire = true
 		b.q.wire = append(b.q.wire, b)
@@ -392,6 +396,9 @@ func (p *Producer) handleResponse(leader int32, batches []*batch, resp kmsg.Resp
 		return
 	}
 	defer p.wake()
+	if p.txn != nil {
+		defer p.txn.maybeIdle() // an abort waits for the wire to empty
+	}
 	if err != nil {
 		// Sent and unanswered: it may have been appended. Not sent (the
 		// connection was up when handed over, so only a client shut
@@ -447,9 +454,17 @@ func (p *Producer) handlePartition(b *batch, a *kmsg.ProduceResponseTopicPartiti
 	if invalidMetadata(code) {
 		p.cl.invalidate(b.q.tp)
 	}
-	if code == kerr.InvalidProducerEpoch.Code || code == kerr.ProducerFenced.Code {
+	switch {
+	case code == kerr.ProducerFenced.Code || (code == kerr.InvalidProducerEpoch.Code && p.txn == nil) ||
+		(p.txn != nil && (code == kerr.TransactionalIDAuthorizationFailed.Code || code == kerr.ClusterAuthorizationFailed.Code)):
 		p.attemptFailed(b, err, false, false)
 		p.setFatal(fmt.Errorf("producer %d epoch %d fenced: %w", b.ident.id, b.ident.epoch, err))
+		return
+	case code == kerr.InvalidProducerEpoch.Code:
+		// KIP-588: for a transactional producer this is abortable — the
+		// coordinator may have aborted the transaction on its timeout; the
+		// abort says PRODUCER_FENCED if a newer instance exists.
+		p.attemptFailed(b, err, false, false)
 		return
 	}
 	p.attemptFailed(b, err, produceIndefinite(code), p.canRetry(b, code, err, a.LogStartOffset))
@@ -514,6 +529,10 @@ func (p *Producer) setFatal(err error) {
 	}
 	p.fatal = err
 	p.e.Log("producer-fatal", "client", p.opts.ClientID, "error", err.Error())
+	if p.txn != nil {
+		p.txn.state = txnFatal
+		defer p.txn.stop(err, false)
+	}
 	for _, pr := range p.awaiting {
 		p.complete(pr, SendResult{Partition: -1, Offset: -1, Outcome: Fail, Err: failed(err)})
 	}

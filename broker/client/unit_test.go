@@ -37,7 +37,8 @@ func TestOptionsRefuseImpossibleSettings(t *testing.T) {
 		"delivery timeout below request":   func(o *client.ProducerOptions) { o.DeliveryTimeout = o.RequestTimeout },
 		"zero request timeout":             func(o *client.ProducerOptions) { o.RequestTimeout = 0 },
 		"zero batch size":                  func(o *client.ProducerOptions) { o.BatchSize = 0 },
-		"transactions (not yet)":           func(o *client.ProducerOptions) { o.TransactionalID = "tx" },
+		"transactions without idempotence": func(o *client.ProducerOptions) { o.TransactionalID, o.EnableIdempotence = "tx", false },
+		"zero transaction timeout":         func(o *client.ProducerOptions) { o.TransactionalID, o.TransactionTimeout = "tx", 0 },
 		"no partitioner":                   func(o *client.ProducerOptions) { o.Partitioner = 0 },
 		"snappy":                           func(o *client.ProducerOptions) { o.CompressionType = record.CompressionSnappy },
 		"no in flight":                     func(o *client.ProducerOptions) { o.MaxInFlightRequestsPerConnection = 0 },
@@ -56,6 +57,31 @@ func TestOptionsRefuseImpossibleSettings(t *testing.T) {
 	require.NoError(t, c.Validate())
 	c.FetchMaxWait = c.RequestTimeout
 	require.Error(t, c.Validate(), "fetch.max.wait.ms must stay below request.timeout.ms")
+	c = client.DefaultConsumerOptions("b")
+	c.GroupID = "g"
+	c.HeartbeatInterval = c.SessionTimeout
+	require.Error(t, c.Validate(), "heartbeat.interval.ms must stay below session.timeout.ms")
+}
+
+// The range assignor gives each subscriber of a topic a consecutive range,
+// the first members one partition more when they do not divide evenly, as
+// Kafka's RangeAssignor does.
+func TestRangeAssignorSplitsEachTopicInMemberOrder(t *testing.T) {
+	got := client.RangeAssign(map[string][]string{
+		"b": {"orders", "logs"},
+		"a": {"orders"},
+		"c": {"orders"},
+	}, map[string]int{"orders": 7, "logs": 2})
+	tp := func(topic string, ps ...int32) []client.TopicPartition {
+		var out []client.TopicPartition
+		for _, p := range ps {
+			out = append(out, client.TopicPartition{Topic: topic, Partition: p})
+		}
+		return out
+	}
+	require.Equal(t, tp("orders", 0, 1, 2), got["a"])
+	require.Equal(t, append(tp("logs", 0, 1), tp("orders", 3, 4)...), got["b"])
+	require.Equal(t, tp("orders", 5, 6), got["c"])
 }
 
 func TestOutcomeOfClassifiesErrors(t *testing.T) {

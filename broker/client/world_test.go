@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -39,7 +40,14 @@ func newWorld(t testing.TB, seed uint64, cfg config.Cluster, clients ...string) 
 	if len(clients) == 0 {
 		clients = []string{"client"}
 	}
-	w := &world{t: t, w: sim.New(sim.Options{Seed: seed}), admin: map[string]*rpc.Client{}}
+	o := sim.Options{Seed: seed}
+	if path := os.Getenv("KAFKASIM_CLIENT_TRACE"); path != "" {
+		f, err := os.Create(path)
+		require.NoError(t, err)
+		t.Cleanup(func() { f.Close() })
+		o.TraceJSON = f
+	}
+	w := &world{t: t, w: sim.New(o), admin: map[string]*rpc.Client{}}
 	w.w.AddNode("controller", func() env.Process { return controller.New(cfg) }).Start()
 	for i := range 3 {
 		name := fmt.Sprintf("broker-%d", i)

@@ -1,0 +1,4 @@
+package client
+
+// RangeAssign is the range assignor, for tests.
+var RangeAssign = rangeAssign
