@@ -326,7 +326,7 @@ func (tc *txnCoordinator) handleInitProducerID(r *rpc.Request, req *kmsg.InitPro
 		t := tc.txns[id]
 		if t == nil { // else a concurrent init created it; this id is wasted, as in Kafka
 			t = &txnMeta{id: id, pending: txnNone, coordinatorEpoch: tc.loaded[tc.partitionFor(id).Partition],
-				txnRecord: txnRecord{ProducerID: pid, ProducerEpoch: -1, EndedEpoch: -1, NextProducerID: -1, State: txnEmpty}}
+				txnRecord: txnRecord{ProducerID: pid, ProducerEpoch: -1, EndedEpoch: -1, LastEpoch: -1, NextProducerID: -1, State: txnEmpty}}
 			tc.txns[id] = t
 		}
 		tc.initProducer(t, req, timeout, respond)
@@ -338,9 +338,11 @@ func (tc *txnCoordinator) initProducer(t *txnMeta, req *kmsg.InitProducerIDReque
 	case t.pending != txnNone || t.State.prepared():
 		respond(kerr.ConcurrentTransactions.Code, -1, -1)
 		return
-	case req.ProducerID >= 0 && (req.ProducerID != t.ProducerID || req.ProducerEpoch != t.ProducerEpoch):
+	case req.ProducerID >= 0 && (req.ProducerID != t.ProducerID || (req.ProducerEpoch != t.ProducerEpoch && req.ProducerEpoch != t.LastEpoch)):
 		// KIP-360: a producer re-initializing with its id and epoch may
-		// bump; one presenting another is a fenced instance.
+		// bump — also with the epoch just before the last bump, which is
+		// how a producer whose transaction the coordinator timed out
+		// recovers (KIP-588); one presenting another is fenced.
 		respond(fencedCode(req.Version, 4), -1, -1)
 		return
 	case t.State == txnOngoing:
@@ -355,8 +357,9 @@ func (tc *txnCoordinator) initProducer(t *txnMeta, req *kmsg.InitProducerIDReque
 	bump := func(pid int64) {
 		next := t.clone()
 		next.State, next.Partitions, next.Timeout, next.EndedEpoch, next.NextProducerID = txnEmpty, nil, timeout, -1, -1
+		next.LastEpoch = t.ProducerEpoch
 		if pid >= 0 {
-			next.ProducerID, next.ProducerEpoch = pid, 0
+			next.ProducerID, next.ProducerEpoch, next.LastEpoch = pid, 0, -1
 		} else {
 			next.ProducerEpoch++
 		}
@@ -389,7 +392,7 @@ func (tc *txnCoordinator) fence(t *txnMeta, why string, done func(code int16)) {
 	if next.ProducerEpoch < maxProducerEpoch {
 		next.ProducerEpoch++
 	}
-	next.State, next.EndedEpoch = txnPrepareAbort, -1
+	next.State, next.EndedEpoch, next.LastEpoch = txnPrepareAbort, -1, t.ProducerEpoch
 	tc.b.e.Log("txn-fence", "id", t.id, "pid", t.ProducerID, "epoch", next.ProducerEpoch, "why", why)
 	tc.persist(t, next, func(code int16) {
 		if code == 0 {

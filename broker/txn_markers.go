@@ -198,7 +198,7 @@ func (j *markerJob) complete() {
 		next.State = txnCompleteCommit
 	}
 	if next.NextProducerID >= 0 {
-		next.ProducerID, next.ProducerEpoch, next.NextProducerID, next.EndedEpoch = next.NextProducerID, 0, -1, -1
+		next.ProducerID, next.ProducerEpoch, next.NextProducerID, next.EndedEpoch, next.LastEpoch = next.NextProducerID, 0, -1, -1, -1
 	}
 	j.tc.persist(t, next, func(code int16) {
 		switch {

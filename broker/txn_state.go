@@ -87,6 +87,11 @@ type txnRecord struct {
 	// ended (KIP-890 part 2), so that a retry of that EndTxn is answered
 	// rather than fenced; -1 when the last end did not bump.
 	EndedEpoch int16
+	// LastEpoch is the epoch before the last bump by InitProducerId or a
+	// fence: a producer presenting it to InitProducerId (KIP-360, as
+	// KIP-588 recovers from a transaction the coordinator timed out) may
+	// bump again; -1 if none.
+	LastEpoch int16
 	// NextProducerID takes over when a bump exhausts the epoch (the
 	// transaction ends with epoch MaxInt16 and the producer continues
 	// under a new id at epoch 0); -1 otherwise.
@@ -132,6 +137,7 @@ func encodeTxnValue(r txnRecord) []byte {
 	b = be.AppendUint64(b, uint64(r.ProducerID))
 	b = be.AppendUint16(b, uint16(r.ProducerEpoch))
 	b = be.AppendUint16(b, uint16(r.EndedEpoch))
+	b = be.AppendUint16(b, uint16(r.LastEpoch))
 	b = be.AppendUint64(b, uint64(r.NextProducerID))
 	b = be.AppendUint32(b, uint32(r.Timeout.Milliseconds()))
 	b = append(b, byte(r.State))
@@ -147,17 +153,19 @@ func encodeTxnValue(r txnRecord) []byte {
 func decodeTxnValue(b []byte) (txnRecord, bool) {
 	be := binary.BigEndian
 	var r txnRecord
-	if len(b) < 2+8+2+2+8+4+1+4 || be.Uint16(b) != txnValueVersion {
+	const fixed = 2 + 8 + 2 + 2 + 2 + 8 + 4 + 1 + 4
+	if len(b) < fixed || be.Uint16(b) != txnValueVersion {
 		return r, false
 	}
 	r.ProducerID = int64(be.Uint64(b[2:]))
 	r.ProducerEpoch = int16(be.Uint16(b[10:]))
 	r.EndedEpoch = int16(be.Uint16(b[12:]))
-	r.NextProducerID = int64(be.Uint64(b[14:]))
-	r.Timeout = time.Duration(be.Uint32(b[22:])) * time.Millisecond
-	r.State = txnState(b[26])
-	n := int(be.Uint32(b[27:]))
-	b = b[31:]
+	r.LastEpoch = int16(be.Uint16(b[14:]))
+	r.NextProducerID = int64(be.Uint64(b[16:]))
+	r.Timeout = time.Duration(be.Uint32(b[24:])) * time.Millisecond
+	r.State = txnState(b[28])
+	n := int(be.Uint32(b[29:]))
+	b = b[fixed:]
 	if n > len(b)/6 {
 		return r, false
 	}

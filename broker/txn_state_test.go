@@ -16,6 +16,7 @@ func TestTransactionStateRecordRoundTrips(t *testing.T) {
 			ProducerID:     rapid.Int64Range(0, 1<<40).Draw(t, "pid"),
 			ProducerEpoch:  rapid.Int16Range(-1, maxProducerEpoch).Draw(t, "epoch"),
 			EndedEpoch:     rapid.Int16Range(-1, maxProducerEpoch).Draw(t, "ended"),
+			LastEpoch:      rapid.Int16Range(-1, maxProducerEpoch).Draw(t, "last"),
 			NextProducerID: rapid.Int64Range(-1, 1<<40).Draw(t, "next"),
 			Timeout:        time.Duration(rapid.IntRange(1, 900_000).Draw(t, "timeoutMs")) * time.Millisecond,
 			State:          txnState(rapid.IntRange(0, 5).Draw(t, "state")),

@@ -8,6 +8,7 @@ import (
 	"github.com/kafkasim/kafkasim/broker/metadata"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestZombieProducerIsFencedOnceANewInstanceInitializes(t *testing.T) {
@@ -85,6 +86,26 @@ func TestTransactionTimeoutAbortsAndFencesTheProducer(t *testing.T) {
 	got := c.consume(orders, 1)
 	require.Empty(t, got.values)
 	require.Equal(t, got.hw, got.lso)
+
+	// KIP-360/KIP-588: the producer itself recovers by re-initializing with
+	// the epoch it had; any other epoch is a fenced instance's.
+	stale := kmsg.NewPtrInitProducerIDRequest()
+	stale.TransactionalID, stale.TransactionTimeoutMillis = kmsg.StringPtr(p.id), 60000
+	stale.ProducerID, stale.ProducerEpoch = p.pid, p.epoch-1
+	require.Equal(t, kerr.ProducerFenced.Code, p.call(p.coordinator, stale).(*kmsg.InitProducerIDResponse).ErrorCode)
+	own := kmsg.NewPtrInitProducerIDRequest()
+	own.TransactionalID, own.TransactionTimeoutMillis = kmsg.StringPtr(p.id), 60000
+	own.ProducerID, own.ProducerEpoch = p.pid, p.epoch
+	resp := p.call(p.coordinator, own).(*kmsg.InitProducerIDResponse)
+	require.Zero(t, resp.ErrorCode)
+	require.Equal(t, p.epoch+2, resp.ProducerEpoch, "one bump fenced the timed-out transaction, one is the producer's own")
+	p.epoch = resp.ProducerEpoch
+	clear(p.seq)
+	require.Zero(t, p.add(orders))
+	require.Zero(t, p.produce(orders, "recovered").ErrorCode)
+	require.Zero(t, p.end(true))
+	p.waitCompleted()
+	require.Equal(t, []string{"recovered"}, c.consume(orders, 1).values)
 }
 
 // lateBatchAfterAbort: a transaction writes a batch and aborts; a second
