@@ -333,7 +333,7 @@ func (a *analysis) pollStep(p *partition, offs []int64, from, to int64, fromOp, 
 	switch delta := j - i; {
 	case delta > 1:
 		a.rep.add("poll-skip", Witness{
-			Message: fmt.Sprintf("%s: op %d read offset %d, then op %d read offset %d, skipping %d known entries (%s)", p.tp, fromOp, from, toOp, to, delta-1,
+			Message: fmt.Sprintf("%s: op %d read offset %d, then op %d read offset %d, skipping %s (%s)", p.tp, fromOp, from, toOp, to, entries(delta-1),
 				strings.Join(p.valuesBetween(offs, i, j, 5), ", ")),
 			Ops: a.ref(dedup(fromOp, toOp)...)})
 	case delta < 1:
@@ -448,4 +448,11 @@ func offsetOf(s *history.Send, k int) int64 {
 		return history.NoOffset
 	}
 	return s.Offset + int64(k)
+}
+
+func entries(n int) string {
+	if n == 1 {
+		return "1 known entry"
+	}
+	return fmt.Sprintf("%d known entries", n)
 }

@@ -148,7 +148,7 @@ func TestAConsumerThatSkipsKnownOffsetsWithoutARebalanceIsAPollSkip(t *testing.T
 	b := pollSkipHistory(nil)
 	v := b.check(t, checkers.Options{})
 	ps := wantAnomaly(t, v, "poll-skip", 2, 1, 3)
-	if !strings.Contains(ps.Witnesses[0].Message, "skipping 1 known entries (c)") ||
+	if !strings.Contains(ps.Witnesses[0].Message, "skipping 1 known entry (c)") ||
 		!strings.Contains(ps.Witnesses[1].Message, "(f)") {
 		t.Fatalf("poll-skip witnesses should name c and f:\n%s", v.Summary())
 	}
