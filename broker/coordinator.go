@@ -24,6 +24,10 @@ type coordinator struct {
 	groups   map[string]*group
 	creating bool // asked the controller for the internal topics
 	txn      *txnCoordinator
+
+	// outbox holds answers until the current event ends (respond).
+	outbox   []outgoing
+	flushing bool
 }
 
 type group struct {
@@ -53,6 +57,33 @@ func newCoordinator(b *Broker) *coordinator {
 	c := &coordinator{b: b, loaded: map[int32]int32{}, groups: map[string]*group{}}
 	c.txn = newTxnCoordinator(c)
 	return c
+}
+
+type outgoing struct {
+	r    *rpc.Request
+	resp kmsg.Response
+}
+
+// respond answers r once the current event is over. Answering serves the
+// connection's next request at once (rpc.Server), and a coordinator must
+// not be re-entered halfway through a change of a group or transaction —
+// a member's parked SyncGroup answered while the member is being removed
+// would otherwise meet that member's next request mid-removal.
+func (c *coordinator) respond(r *rpc.Request, resp kmsg.Response) {
+	c.outbox = append(c.outbox, outgoing{r, resp})
+	if !c.flushing {
+		c.flushing = true
+		c.b.e.AfterFunc(0, c.flush)
+	}
+}
+
+func (c *coordinator) flush() {
+	out := c.outbox
+	c.outbox, c.flushing = nil, false
+	for _, o := range out {
+		o.r.Respond(o.resp)
+	}
+	c.b.checkInvariants()
 }
 
 func (c *coordinator) offsetsPartition(groupID string) metadata.TopicPartition {

@@ -212,11 +212,11 @@ func (c *coordinator) handleJoinGroup(r *rpc.Request, req *kmsg.JoinGroupRequest
 	fail := func(code int16, memberID string) {
 		resp := kmsg.NewPtrJoinGroupResponse()
 		resp.ErrorCode, resp.Generation, resp.MemberID = code, -1, memberID
-		r.Respond(resp)
+		c.respond(r, resp)
 	}
 	session := time.Duration(req.SessionTimeoutMillis) * time.Millisecond
 	rebalance := session
-	if req.Version >= 1 {
+	if req.Version >= 1 && req.RebalanceTimeoutMillis > 0 {
 		rebalance = time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
 	}
 	if req.Group == "" {
@@ -340,7 +340,7 @@ func (c *coordinator) updateMemberAndRebalance(g *group, m *member, r *rpc.Reque
 		m.join = nil
 		resp := kmsg.NewPtrJoinGroupResponse()
 		resp.ErrorCode, resp.Generation, resp.MemberID = kerr.RebalanceInProgress.Code, -1, m.id
-		old.r.Respond(resp)
+		c.respond(old.r, resp)
 	}
 	m.protocols, m.sessionTimeout, m.rebalanceTimeout = cloneProtocols(req.Protocols), session, rebalance
 	m.join = &parkedJoin{r: r, req: req}
@@ -484,7 +484,7 @@ func (c *coordinator) respondJoin(g *group, m *member, r *rpc.Request) {
 			resp.Members = append(resp.Members, rm)
 		}
 	}
-	r.Respond(resp)
+	c.respond(r, resp)
 	c.scheduleHeartbeat(g, m)
 }
 
@@ -539,13 +539,13 @@ func (c *coordinator) removeMember(g *group, m *member) {
 	if m.join != nil {
 		resp := kmsg.NewPtrJoinGroupResponse()
 		resp.ErrorCode, resp.Generation, resp.MemberID = kerr.UnknownMemberID.Code, -1, m.id
-		m.join.r.Respond(resp)
+		c.respond(m.join.r, resp)
 		m.join = nil
 	}
 	if m.sync != nil {
 		resp := kmsg.NewPtrSyncGroupResponse()
 		resp.ErrorCode = kerr.UnknownMemberID.Code
-		m.sync.r.Respond(resp)
+		c.respond(m.sync.r, resp)
 		m.sync = nil
 	}
 	delete(g.members, m.id)
@@ -576,7 +576,7 @@ func (c *coordinator) resetAndPropagateAssignmentError(g *group, code int16) {
 		if m.sync != nil {
 			resp := kmsg.NewPtrSyncGroupResponse()
 			resp.ErrorCode = code
-			m.sync.r.Respond(resp)
+			c.respond(m.sync.r, resp)
 			m.sync = nil
 			c.scheduleHeartbeat(g, m)
 		}
@@ -605,7 +605,7 @@ func (c *coordinator) handleSyncGroup(r *rpc.Request, req *kmsg.SyncGroupRequest
 	fail := func(code int16) {
 		resp := kmsg.NewPtrSyncGroupResponse()
 		resp.ErrorCode = code
-		r.Respond(resp)
+		c.respond(r, resp)
 	}
 	if _, code := c.serving(req.Group); code != 0 {
 		fail(code)
@@ -641,7 +641,7 @@ func (c *coordinator) handleSyncGroup(r *rpc.Request, req *kmsg.SyncGroupRequest
 		if m.sync != nil {
 			resp := kmsg.NewPtrSyncGroupResponse()
 			resp.ErrorCode = kerr.RebalanceInProgress.Code
-			m.sync.r.Respond(resp)
+			c.respond(m.sync.r, resp)
 		}
 		m.sync = &parkedSync{r: r, req: req}
 		if m.id != g.leader {
@@ -683,7 +683,7 @@ func (c *coordinator) respondSync(g *group, m *member, r *rpc.Request) {
 	resp := kmsg.NewPtrSyncGroupResponse()
 	resp.ProtocolType, resp.Protocol = kmsg.StringPtr(g.protocolType), kmsg.StringPtr(g.protocol)
 	resp.MemberAssignment = m.assignment
-	r.Respond(resp)
+	c.respond(r, resp)
 	c.scheduleHeartbeat(g, m)
 }
 
@@ -691,7 +691,7 @@ func (c *coordinator) handleHeartbeat(r *rpc.Request, req *kmsg.HeartbeatRequest
 	respond := func(code int16) {
 		resp := kmsg.NewPtrHeartbeatResponse()
 		resp.ErrorCode = code
-		r.Respond(resp)
+		c.respond(r, resp)
 	}
 	if _, code := c.serving(req.Group); code != 0 {
 		respond(code)
@@ -729,7 +729,7 @@ func (c *coordinator) handleLeaveGroup(r *rpc.Request, req *kmsg.LeaveGroupReque
 	}
 	if _, code := c.serving(req.Group); code != 0 {
 		resp.ErrorCode = code
-		r.Respond(resp)
+		c.respond(r, resp)
 		return
 	}
 	g := c.groups[req.Group]
@@ -755,7 +755,7 @@ func (c *coordinator) handleLeaveGroup(r *rpc.Request, req *kmsg.LeaveGroupReque
 		resp.ErrorCode = resp.Members[0].ErrorCode
 		resp.Members = nil
 	}
-	r.Respond(resp)
+	c.respond(r, resp)
 }
 
 // GroupState is a snapshot of a group at its coordinator, for tests and

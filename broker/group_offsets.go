@@ -86,7 +86,7 @@ func (c *coordinator) handleTxnOffsetCommit(r *rpc.Request, req *kmsg.TxnOffsetC
 			}
 			resp.Topics = append(resp.Topics, tr)
 		}
-		r.Respond(resp)
+		c.respond(r, resp)
 	}
 	generation, memberID := int32(-1), ""
 	if req.Version >= 3 {
@@ -412,13 +412,13 @@ func (c *coordinator) unloadGroup(g *group) {
 		if m.join != nil {
 			resp := kmsg.NewPtrJoinGroupResponse()
 			resp.ErrorCode, resp.Generation, resp.MemberID = kerr.NotCoordinator.Code, -1, m.id
-			m.join.r.Respond(resp)
+			c.respond(m.join.r, resp)
 			m.join = nil
 		}
 		if m.sync != nil {
 			resp := kmsg.NewPtrSyncGroupResponse()
 			resp.ErrorCode = kerr.NotCoordinator.Code
-			m.sync.r.Respond(resp)
+			c.respond(m.sync.r, resp)
 			m.sync = nil
 		}
 	}

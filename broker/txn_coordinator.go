@@ -295,7 +295,7 @@ func (tc *txnCoordinator) handleInitProducerID(r *rpc.Request, req *kmsg.InitPro
 		if code != 0 {
 			resp.ProducerID, resp.ProducerEpoch = -1, -1
 		}
-		r.Respond(resp)
+		tc.c.respond(r, resp)
 	}
 	id := *req.TransactionalID
 	timeout := time.Duration(req.TransactionTimeoutMillis) * time.Millisecond
@@ -494,7 +494,7 @@ func (tc *txnCoordinator) handleAddPartitionsToTxn(r *rpc.Request, req *kmsg.Add
 			}
 			resp.Topics = append(resp.Topics, tr)
 		}
-		r.Respond(resp)
+		tc.c.respond(r, resp)
 	}
 	if unknown := tc.unknownPartitions(tps); unknown != nil {
 		respond(func(tp metadata.TopicPartition) int16 {
@@ -516,7 +516,7 @@ func (tc *txnCoordinator) handleAddPartitionsToTxnBatch(r *rpc.Request, req *kms
 	waiting := 1 // held until every transaction below has started
 	finish := func() {
 		if waiting--; waiting == 0 {
-			r.Respond(resp)
+			tc.c.respond(r, resp)
 		}
 	}
 	for i, rt := range req.Transactions {
@@ -586,7 +586,7 @@ func (tc *txnCoordinator) handleAddOffsetsToTxn(r *rpc.Request, req *kmsg.AddOff
 	respond := func(code int16) {
 		resp := kmsg.NewPtrAddOffsetsToTxnResponse()
 		resp.ErrorCode = code
-		r.Respond(resp)
+		tc.c.respond(r, resp)
 	}
 	if tc.b.image.Topics[metadata.OffsetsTopic] == nil {
 		tc.c.ensureInternalTopics()
@@ -607,7 +607,7 @@ func (tc *txnCoordinator) handleEndTxn(r *rpc.Request, req *kmsg.EndTxnRequest) 
 		if code == 0 {
 			resp.ProducerID, resp.ProducerEpoch = pid, epoch
 		}
-		r.Respond(resp)
+		tc.c.respond(r, resp)
 	}
 	id := req.TransactionalID
 	fenced := fencedCode(req.Version, 2)

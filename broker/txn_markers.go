@@ -217,7 +217,7 @@ func (j *markerJob) complete() {
 // handleWriteTxnMarkers is the partition side: append each marker as
 // leader and answer once it is committed.
 func (tc *txnCoordinator) handleWriteTxnMarkers(r *rpc.Request, req *kmsg.WriteTxnMarkersRequest) {
-	tc.writeMarkers(req, func(resp *kmsg.WriteTxnMarkersResponse) { r.Respond(resp) })
+	tc.writeMarkers(req, func(resp *kmsg.WriteTxnMarkersResponse) { tc.c.respond(r, resp) })
 }
 
 // writeMarkers appends the markers and calls done once each is committed
@@ -288,6 +288,8 @@ func (tc *txnCoordinator) appendMarker(tp metadata.TopicPartition, m kmsg.WriteT
 		return nil, 0, kerr.NotLeaderForPartition.Code
 	case len(p.state.ISR) < b.minInsync(tp):
 		return nil, 0, kerr.NotEnoughReplicas.Code
+	case m.ProducerID < 0 || m.ProducerEpoch < 0:
+		return nil, 0, kerr.InvalidRequest.Code // only a coordinator sends markers, and never these
 	}
 	marker := record.EndTxnMarker{Type: record.ControlAbort, CoordinatorEpoch: m.CoordinatorEpoch}
 	if m.Committed {
