@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/kafkasim/kafkasim/broker/metadata"
 	"github.com/kafkasim/kafkasim/env"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -71,11 +73,15 @@ func arbitraryRequests(t *testing.T, seed uint64) {
 		}
 		tp := tps[r.Intn(len(tps))]
 		s := &sent{}
-		switch r.Intn(13) {
+		switch r.Intn(15) {
+		case 13, 14: // members heartbeat more than they do anything else
+			req := kmsg.NewPtrHeartbeatRequest()
+			req.Group, req.Generation, req.MemberID = "g", gen, member
+			s.rep = a.send(groupCoordinator(), req)
 		case 0, 1:
 			req := kmsg.NewPtrJoinGroupRequest()
 			req.Group, req.MemberID, req.ProtocolType = "g", member, "consumer"
-			req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = int32(1000+r.Intn(3)*1000), int32(1000+r.Intn(4)*1000)
+			req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = int32(2000+r.Intn(3)*5000), int32(1000+r.Intn(4)*2000)
 			for _, name := range []string{"range", "sticky"}[:1+r.Intn(2)] {
 				p := kmsg.NewJoinGroupRequestProtocol()
 				p.Name, p.Metadata = name, []byte(pick("x", "y"))
@@ -84,7 +90,7 @@ func arbitraryRequests(t *testing.T, seed uint64) {
 			s.rep = a.send(groupCoordinator(), req)
 			s.learn = func(resp kmsg.Response) {
 				jr := resp.(*kmsg.JoinGroupResponse)
-				if jr.MemberID != "" {
+				if (jr.ErrorCode == 0 || jr.ErrorCode == kerr.MemberIDRequired.Code) && !slices.Contains(members, jr.MemberID) {
 					members = append(members, jr.MemberID)
 				}
 				if jr.Generation > 0 {
