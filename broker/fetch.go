@@ -114,28 +114,14 @@ func (d *delayedFetch) build() (resp *kmsg.FetchResponse, bytes int, stop bool) 
 
 // fetchPartition fills one partition's answer and returns the bytes read.
 func (b *Broker) fetchPartition(pr *kmsg.FetchResponseTopicPartition, tp metadata.TopicPartition, rp kmsg.FetchRequestTopicPartition, replica int32, isolation int8, maxBytes int, first bool) int {
-	p := b.partitions[tp]
 	pr.HighWatermark, pr.LastStableOffset, pr.LogStartOffset = -1, -1, -1
 	// An empty record set, never a null one, as Kafka sends: librdkafka
 	// refuses null ("invalid MessageSetSize -1").
 	pr.RecordBatches = []byte{}
-	switch {
-	case b.image.Topics[tp.Topic] == nil:
-		pr.ErrorCode = kerr.UnknownTopicOrPartition.Code
+	p, code := b.leading(tp, rp.CurrentLeaderEpoch)
+	if code != 0 {
+		pr.ErrorCode = code
 		return 0
-	case p == nil || p.role != roleLeader:
-		pr.ErrorCode = kerr.NotLeaderForPartition.Code
-		return 0
-	}
-	if b.cfg.FetchEpochValidation && rp.CurrentLeaderEpoch >= 0 {
-		switch {
-		case rp.CurrentLeaderEpoch < p.state.LeaderEpoch:
-			pr.ErrorCode = kerr.FencedLeaderEpoch.Code
-			return 0
-		case rp.CurrentLeaderEpoch > p.state.LeaderEpoch:
-			pr.ErrorCode = kerr.UnknownLeaderEpoch.Code
-			return 0
-		}
 	}
 	pr.HighWatermark = p.hw
 	pr.LastStableOffset = p.lastStableOffset()

@@ -123,6 +123,26 @@ func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) *kmsg.MetadataRespons
 	return resp
 }
 
+// leading returns this broker's replica of tp if it leads it in the epoch a
+// client believes current (KIP-320: -1 skips the check, and so does
+// kip320.fetch.epoch.validation=false), else the Kafka error to answer.
+func (b *Broker) leading(tp metadata.TopicPartition, currentEpoch int32) (*partition, int16) {
+	p := b.partitions[tp]
+	switch {
+	case b.image.Topics[tp.Topic] == nil:
+		return nil, kerr.UnknownTopicOrPartition.Code
+	case p == nil || p.role != roleLeader:
+		return nil, kerr.NotLeaderForPartition.Code
+	case !b.cfg.FetchEpochValidation || currentEpoch < 0:
+		return p, 0
+	case currentEpoch < p.state.LeaderEpoch:
+		return nil, kerr.FencedLeaderEpoch.Code
+	case currentEpoch > p.state.LeaderEpoch:
+		return nil, kerr.UnknownLeaderEpoch.Code
+	}
+	return p, 0
+}
+
 func (b *Broker) handleListOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResponse {
 	resp := kmsg.NewPtrListOffsetsResponse()
 	for _, rt := range req.Topics {
@@ -132,16 +152,10 @@ func (b *Broker) handleListOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffse
 			pr := kmsg.NewListOffsetsResponseTopicPartition()
 			pr.Partition = rp.Partition
 			pr.Timestamp, pr.Offset, pr.LeaderEpoch = -1, -1, -1
-			p := b.partitions[metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}]
+			p, code := b.leading(metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}, rp.CurrentLeaderEpoch)
+			pr.ErrorCode = code
 			switch {
-			case b.image.Topics[rt.Topic] == nil:
-				pr.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case p == nil || p.role != roleLeader:
-				pr.ErrorCode = kerr.NotLeaderForPartition.Code
-			case b.cfg.FetchEpochValidation && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < p.state.LeaderEpoch:
-				pr.ErrorCode = kerr.FencedLeaderEpoch.Code
-			case b.cfg.FetchEpochValidation && rp.CurrentLeaderEpoch > p.state.LeaderEpoch:
-				pr.ErrorCode = kerr.UnknownLeaderEpoch.Code
+			case code != 0:
 			case rp.Timestamp == -2:
 				pr.Offset = p.log.LogStartOffset()
 			case rp.Timestamp == -1:
@@ -176,17 +190,9 @@ func (b *Broker) handleOffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochReques
 			pr := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			pr.Partition = rp.Partition
 			pr.LeaderEpoch, pr.EndOffset = -1, -1
-			p := b.partitions[metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}]
-			switch {
-			case b.image.Topics[rt.Topic] == nil:
-				pr.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case p == nil || p.role != roleLeader:
-				pr.ErrorCode = kerr.NotLeaderForPartition.Code
-			case b.cfg.FetchEpochValidation && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch < p.state.LeaderEpoch:
-				pr.ErrorCode = kerr.FencedLeaderEpoch.Code
-			case b.cfg.FetchEpochValidation && rp.CurrentLeaderEpoch > p.state.LeaderEpoch:
-				pr.ErrorCode = kerr.UnknownLeaderEpoch.Code
-			default:
+			p, code := b.leading(metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}, rp.CurrentLeaderEpoch)
+			pr.ErrorCode = code
+			if code == 0 {
 				pr.LeaderEpoch, pr.EndOffset = p.log.EndOffsetForEpoch(rp.LeaderEpoch)
 			}
 			tr.Partitions = append(tr.Partitions, pr)
