@@ -2,8 +2,8 @@ package checkers_test
 
 import (
 	"math/rand/v2"
-	"slices"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
