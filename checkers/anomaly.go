@@ -253,7 +253,7 @@ func (a *analysis) processOps(kinds ...history.Kind) ([]string, map[string][]*hi
 	names := make([]string, 0, len(by))
 	for n, ops := range by {
 		names = append(names, n)
-		slices.SortStableFunc(ops, func(x, y *history.Op) int {
+		slices.SortFunc(ops, func(x, y *history.Op) int {
 			if x.Call != y.Call {
 				return cmp64(x.Call, y.Call)
 			}
@@ -420,9 +420,19 @@ func (a *analysis) offsetRegressions() {
 	for _, k := range keys {
 		ws := writes[k]
 		byCall := slices.Clone(ws)
-		slices.SortStableFunc(byCall, func(x, y write) int { return cmp64(x.call, y.call) })
+		slices.SortFunc(byCall, func(x, y write) int {
+			if c := cmp64(x.call, y.call); c != 0 {
+				return c
+			}
+			return int(x.op - y.op)
+		})
 		byRet := ws
-		slices.SortStableFunc(byRet, func(x, y write) int { return cmp64(x.ret, y.ret) })
+		slices.SortFunc(byRet, func(x, y write) int {
+			if c := cmp64(x.ret, y.ret); c != 0 {
+				return c
+			}
+			return int(x.op - y.op)
+		})
 		j := 0
 		best := write{offset: -1}
 		for _, w := range byCall {

@@ -68,7 +68,7 @@ func checkLog(l model.Log) *LogViolation {
 			apps = append(apps, &l.Ops[i])
 		}
 	}
-	slices.SortStableFunc(apps, func(a, b *model.LogOp) int {
+	slices.SortFunc(apps, func(a, b *model.LogOp) int {
 		if a.Output.Offset != b.Output.Offset {
 			return cmp64(a.Output.Offset, b.Output.Offset)
 		}
@@ -84,7 +84,12 @@ func checkLog(l model.Log) *LogViolation {
 			slots = append(slots, slot{offset: a.Output.Offset + int64(k), value: v, vis: a.Input.Visibility, app: i})
 		}
 	}
-	slices.SortStableFunc(slots, func(a, b slot) int { return cmp64(a.offset, b.offset) })
+	slices.SortFunc(slots, func(a, b slot) int {
+		if c := cmp64(a.offset, b.offset); c != 0 {
+			return c
+		}
+		return a.app - b.app
+	})
 	for i := 1; i < len(slots); i++ {
 		if a, b := slots[i-1], slots[i]; a.offset == b.offset {
 			x, y := apps[a.app], apps[b.app]

@@ -182,17 +182,17 @@ func (b *partitionBuild) resolve(clients map[string]int) Log {
 	if len(b.indefinite) > 0 {
 		for _, pa := range b.definite {
 			for i, m := range pa.op.Send.Messages {
-				cl.sorted = append(cl.sorted, Entry{Offset: pa.op.Send.Offset + int64(i), Value: m.Value})
+				cl.sorted = append(cl.sorted, claim{offset: pa.op.Send.Offset + int64(i), value: m.Value, seq: len(cl.sorted)})
 			}
 		}
-		slices.SortStableFunc(cl.sorted, func(x, y Entry) int { // stable: the first claim wins
+		slices.SortFunc(cl.sorted, func(x, y claim) int { // ties by seq: the first claim wins
 			switch {
-			case x.Offset < y.Offset:
+			case x.offset < y.offset:
 				return -1
-			case x.Offset > y.Offset:
+			case x.offset > y.offset:
 				return 1
 			}
-			return 0
+			return x.seq - y.seq
 		})
 		cl.extra = map[int64]string{}
 		wanted := map[string][]int64{}
@@ -209,7 +209,7 @@ func (b *partitionBuild) resolve(clients map[string]int) Log {
 			}
 		}
 		ind := slices.Clone(b.indefinite)
-		slices.SortStableFunc(ind, func(x, y pendingAppend) int {
+		slices.SortFunc(ind, func(x, y pendingAppend) int {
 			if x.op.Call != y.op.Call {
 				if x.op.Call < y.op.Call {
 					return -1
@@ -308,14 +308,20 @@ func (l Log) Unchained() Log {
 // claims are the values appends put at offsets: the definite ones sorted
 // by offset (first claim wins), the pinned ones in a map.
 type claims struct {
-	sorted []Entry
+	sorted []claim
 	extra  map[int64]string
 }
 
+type claim struct {
+	offset int64
+	value  string
+	seq    int
+}
+
 func (c *claims) at(off int64) (string, bool) {
-	i := sort.Search(len(c.sorted), func(i int) bool { return c.sorted[i].Offset >= off })
-	if i < len(c.sorted) && c.sorted[i].Offset == off {
-		return c.sorted[i].Value, true
+	i := sort.Search(len(c.sorted), func(i int) bool { return c.sorted[i].offset >= off })
+	if i < len(c.sorted) && c.sorted[i].offset == off {
+		return c.sorted[i].value, true
 	}
 	v, ok := c.extra[off]
 	return v, ok

@@ -137,7 +137,7 @@ func Log(cfg LogConfig, c Choices) history.History {
 	}
 	// Apply effects in time order; ties by creation order.
 	order := slices.Clone(g.ops)
-	slices.SortStableFunc(order, func(a, b *pending) int {
+	slices.SortFunc(order, func(a, b *pending) int {
 		if a.effectAt != b.effectAt {
 			if a.effectAt < b.effectAt {
 				return -1
@@ -173,7 +173,7 @@ func Log(cfg LogConfig, c Choices) history.History {
 
 func (g *gen) history() history.History {
 	sorted := slices.Clone(g.ops)
-	slices.SortStableFunc(sorted, func(a, b *pending) int {
+	slices.SortFunc(sorted, func(a, b *pending) int {
 		if a.op.Call != b.op.Call {
 			if a.op.Call < b.op.Call {
 				return -1
