@@ -25,7 +25,8 @@ import (
 // loopback, driven by franz-go (kgo), a Kafka client nobody here wrote.
 // Every wait has a deadline.
 
-// buildKafkasim builds this command into a temporary directory.
+// buildKafkasim builds this command into a temporary directory, with the
+// race detector if the test runs with it.
 func buildKafkasim(t *testing.T) string {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
@@ -35,7 +36,11 @@ func buildKafkasim(t *testing.T) string {
 	bin := filepath.Join(t.TempDir(), "kafkasim")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, goBin, "build", "-o", bin, ".").CombinedOutput()
+	args := []string{"build", "-o", bin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	out, err := exec.CommandContext(ctx, goBin, append(args, ".")...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
