@@ -2,6 +2,6 @@
 
 package main
 
-// raceEnabled: this test binary runs under the race detector, so the
-// kafkasim binary the real-mode tests start is built with it too.
+// raceEnabled reports whether this test binary runs under the race
+// detector; the kafkasim binary the real-mode tests start is built alike.
 const raceEnabled = false
