@@ -144,6 +144,10 @@ func (p *Producer) run() {
 	next := never
 	p.placeAwaiting(now, &next)
 	p.expire(now, &next)
+	if t := p.txn; t != nil && t.sweep {
+		t.sweep = false
+		p.failUnsent(t.lastErr)
+	}
 	if p.fatal == nil && p.maintainIdempotence(now, &next) {
 		p.sendReady(now, &next)
 	}
@@ -346,7 +350,7 @@ func (p *Producer) drainable(q *partitionQueue, b *batch) bool {
 		return false // Kafka mutes the partition to guarantee order
 	}
 	// A partition not yet added with AddPartitionsToTxn waits here.
-	if p.txn != nil && !p.txn.canDrain(q) {
+	if p.txn != nil && !p.txn.canDrain(q, b) {
 		return false
 	}
 	if !p.opts.EnableIdempotence {

@@ -93,6 +93,7 @@ type transactions struct {
 	timer    env.TimerID
 	coords   map[string]*coordRef // by "type/key"
 
+	sweep        bool   // records never sent must fail (the abortable error came)
 	idle         func() // runs once nothing is on the wire (an abort waits for this)
 	commitWaiter func() // a commit waiting for its flush: an error ends the wait
 }
@@ -473,7 +474,10 @@ func (t *transactions) abortableError(err error) {
 	t.state = txnAbortableError
 	t.lastErr = fmt.Errorf("transaction must abort: %w", err)
 	t.p.e.Log("producer-txn-abortable", "client", t.p.opts.ClientID, "error", err.Error())
-	t.p.failUnsent(t.lastErr)
+	// The records never sent fail in the sender's next pass, not here:
+	// this may run while the sender walks its queues.
+	t.sweep = true
+	t.p.wake()
 	clear(t.pending)
 	if w := t.commitWaiter; w != nil {
 		t.p.note(w) // the commit fails now, not once its stuck records time out
@@ -655,19 +659,19 @@ func (t *transactions) needsBump() bool {
 	return false
 }
 
-// canDrain reports whether a batch of q may be sent: its partition is in
-// the transaction, else it is queued for AddPartitionsToTxn.
-func (t *transactions) canDrain(q *partitionQueue) bool {
+// canDrain reports whether b, the head of q, may be sent: its partition
+// is in the transaction, else it is queued for AddPartitionsToTxn. After an
+// abortable error only retries go.
+func (t *transactions) canDrain(q *partitionQueue, b *batch) bool {
 	switch t.state {
-	case txnInTransaction, txnCommitting, txnAbortableError:
+	case txnInTransaction, txnCommitting:
+	case txnAbortableError:
+		return t.added[q.tp] && b.lastAttempt != 0
 	default:
 		return false
 	}
 	if t.added[q.tp] {
 		return true
-	}
-	if t.state == txnAbortableError {
-		return false
 	}
 	t.pending[q.tp] = true
 	if !t.addQueued {
