@@ -404,3 +404,15 @@ func TestAnOutputDerivedFromNothingSentIsNotedNotCounted(t *testing.T) {
 		t.Fatalf("got notes %q:\n%s", v.Notes, v.Summary())
 	}
 }
+
+func TestAnEmptyHistoryHoldsEverythingButSaysDeliveryWasNotJudged(t *testing.T) {
+	var b hb
+	b.add(history.Op{Process: "nemesis", Kind: history.KindNemesis, Call: 0, Return: history.Never, Outcome: ok,
+		Nemesis: &history.Nemesis{Description: "kill -9 everything"}})
+	for _, h := range []history.History{nil, b.h} {
+		v, err := checkers.Check(h, checkers.Options{})
+		if err != nil || v.Observed != checkers.ExactlyOnce || len(v.Notes) != 1 {
+			t.Fatalf("got %v %v:\n%s", err, v.Observed, v.Summary())
+		}
+	}
+}
