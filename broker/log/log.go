@@ -935,7 +935,8 @@ func (l *Log) segmentFor(offset int64) int {
 // follower does to match its leader. Batches are whole, so the new log end
 // is the start of the batch holding offset if offset falls inside one (in
 // practice truncation points are batch boundaries). An offset at or past
-// the log end does nothing. The cut is synced; the epoch cache loses
+// the log end cuts no batch, but drops epoch entries starting at the log
+// end (an epoch assigned and never written to). The cut is synced; the epoch cache loses
 // entries at or past the new end; producer state, transactions and the
 // aborted index are rebuilt. It returns the new log end. After an I/O error
 // the disk may be partly truncated: reopen the log.
@@ -944,6 +945,16 @@ func (l *Log) TruncateTo(offset int64) (int64, error) {
 		fail("%s: truncation to %d below log start %d", l.name, offset, l.logStart)
 	}
 	if offset >= l.logEnd {
+		// The epoch cache may still end with an entry at the log end: this
+		// replica led, assigned its epoch, and lost leadership before it
+		// appended. That entry disagrees with the new leader, and while it
+		// stays the leader reports the same divergence on every fetch.
+		// Kafka's UnifiedLog.truncateTo drops it too.
+		if l.epochs.truncateFromEnd(l.logEnd) {
+			if err := l.writeEpochCheckpoint(); err != nil {
+				return l.logEnd, err
+			}
+		}
 		return l.logEnd, nil
 	}
 	si := l.segmentFor(offset)
