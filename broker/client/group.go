@@ -37,6 +37,11 @@ import (
 //     the group (LeaveGroup) and rejoins at its next Poll; Close leaves too.
 //   - Commits carry the generation and member id, and are refused locally
 //     (ErrCommitFailed) while the member is not in a stable generation.
+//   - Retriable errors (REQUEST_TIMED_OUT when the coordinator could not
+//     store the group, a coordinator move) make the member join again after
+//     retry.backoff.ms; only errors Kafka does not retry (an inconsistent
+//     protocol, a bad session timeout, authorization) stop the group, and
+//     every Poll reports them then.
 //
 // Not modelled: static membership (group.instance.id), cooperative
 // rebalancing, assignors other than range, and rejoining when a subscribed
@@ -269,6 +274,10 @@ func (c *Consumer) handleJoin(seq uint64, resp kmsg.Response, err error) {
 	case kerr.CoordinatorLoadInProgress.Code:
 		c.retryJoin(seq, c.opts.RetryBackoff)
 	default:
+		if retriable(codeErr(code)) { // REQUEST_TIMED_OUT: the coordinator could not store the group
+			c.retryJoin(seq, c.opts.RetryBackoff)
+			return
+		}
 		c.groupFatal(fmt.Errorf("JoinGroup: %w", codeErr(code)))
 	}
 }
@@ -454,6 +463,10 @@ func (c *Consumer) handleSync(seq uint64, resp kmsg.Response, err error) {
 	case kerr.CoordinatorLoadInProgress.Code:
 		c.retryJoin(seq, c.opts.RetryBackoff)
 	default:
+		if retriable(codeErr(code)) { // REQUEST_TIMED_OUT: the coordinator could not store the group
+			c.retryJoin(seq, c.opts.RetryBackoff)
+			return
+		}
 		c.groupFatal(fmt.Errorf("SyncGroup: %w", codeErr(code)))
 	}
 }
@@ -516,8 +529,10 @@ func (c *Consumer) heartbeat(seq uint64) {
 				c.forgetCoordinator()
 			case kerr.CoordinatorLoadInProgress.Code:
 			default:
-				c.groupFatal(fmt.Errorf("Heartbeat: %w", codeErr(code)))
-				return
+				if !retriable(codeErr(code)) {
+					c.groupFatal(fmt.Errorf("Heartbeat: %w", codeErr(code)))
+					return
+				}
 			}
 			c.scheduleHeartbeat(seq)
 		})
