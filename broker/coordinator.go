@@ -267,13 +267,18 @@ func readString(b []byte) (string, []byte, bool) {
 	return string(b[2 : 2+n]), b[2+n:], true
 }
 
-// ensureInternalTopics asks the controller for the internal topics once.
+// ensureInternalTopics asks the controller for the internal topics once,
+// with their configured replication factors. As in Kafka, an internal
+// topic is not created while fewer brokers are live than its replication
+// factor (coordinators stay COORDINATOR_NOT_AVAILABLE until then): created
+// smaller — by a broker that has just restarted and knows no live broker
+// yet — it could never meet min.insync.replicas, and every coordinator
+// write would fail for good.
 func (c *coordinator) ensureInternalTopics() {
 	b := c.b
 	if c.creating || (b.image.Topics[metadata.OffsetsTopic] != nil && b.image.Topics[metadata.TransactionTopic] != nil) {
 		return
 	}
-	c.creating = true
 	req := kmsg.NewPtrCreateTopicsRequest()
 	live := len(b.image.Brokers)
 	for _, t := range []struct {
@@ -284,15 +289,19 @@ func (c *coordinator) ensureInternalTopics() {
 		{metadata.OffsetsTopic, b.cfg.OffsetsTopicPartitions, b.cfg.OffsetsTopicReplicationFactor},
 		{metadata.TransactionTopic, b.cfg.TransactionTopicPartitions, b.cfg.TransactionTopicReplicationFactor},
 	} {
-		if b.image.Topics[t.name] != nil {
+		if b.image.Topics[t.name] != nil || live < t.factor {
 			continue
 		}
 		rt := kmsg.NewCreateTopicsRequestTopic()
 		rt.Topic = t.name
 		rt.NumPartitions = int32(t.parts)
-		rt.ReplicationFactor = int16(max(1, min(t.factor, live)))
+		rt.ReplicationFactor = int16(t.factor)
 		req.Topics = append(req.Topics, rt)
 	}
+	if len(req.Topics) == 0 {
+		return
+	}
+	c.creating = true
 	b.controller.Do(req, b.cfg.BrokerSessionTimeout, func(kmsg.Response, error) { c.creating = false })
 }
 
