@@ -40,7 +40,7 @@ func TestOptionsRefuseImpossibleSettings(t *testing.T) {
 		"transactions without idempotence": func(o *client.ProducerOptions) { o.TransactionalID, o.EnableIdempotence = "tx", false },
 		"zero transaction timeout":         func(o *client.ProducerOptions) { o.TransactionalID, o.TransactionTimeout = "tx", 0 },
 		"no partitioner":                   func(o *client.ProducerOptions) { o.Partitioner = 0 },
-		"snappy":                           func(o *client.ProducerOptions) { o.CompressionType = record.CompressionSnappy },
+		"codec 5":                          func(o *client.ProducerOptions) { o.CompressionType = record.Compression(5) },
 		"no in flight":                     func(o *client.ProducerOptions) { o.MaxInFlightRequestsPerConnection = 0 },
 		"buffer smaller than one batch":    func(o *client.ProducerOptions) { o.BufferMemory = o.BatchSize - 1 },
 		"reconnect backoff max below base": func(o *client.ProducerOptions) { o.ReconnectBackoffMax = time.Millisecond },

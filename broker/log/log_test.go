@@ -672,12 +672,11 @@ func TestBatchesAClientMayNotWriteAreRefusedWithTheirKafkaError(t *testing.T) {
 	require.ErrorIs(t, err, log.ErrInvalidRecord)
 
 	h := record.NewHeader()
-	h.Attributes = record.Attributes(record.CompressionZstd)
-	zstd := record.Values(0, []byte("x")).Clone()
-	zstd[22] |= byte(record.CompressionZstd) // low byte of attributes
-	record.Batch(zstd).SetBaseOffset(0)
-	copy(zstd[17:21], crcBytes(record.Batch(zstd)))
-	_, err = l.AppendAsLeader(zstd, 0)
+	unknown := record.Values(0, []byte("x")).Clone()
+	unknown[22] |= 5 // low byte of attributes: a codec no Kafka version assigns
+	record.Batch(unknown).SetBaseOffset(0)
+	copy(unknown[17:21], crcBytes(record.Batch(unknown)))
+	_, err = l.AppendAsLeader(unknown, 0)
 	require.ErrorIs(t, err, kerr.UnsupportedCompressionType)
 
 	bad := vals("a", 1)
@@ -695,13 +694,16 @@ func TestBatchesAClientMayNotWriteAreRefusedWithTheirKafkaError(t *testing.T) {
 	_, err = small.AppendAsLeader(vals("a", 1), 0)
 	require.ErrorIs(t, err, kerr.MessageTooLarge)
 
-	gz := record.NewHeader()
-	gz.Attributes = record.Attributes(record.CompressionGzip)
-	gzb, err := record.Encode(gz, []record.Record{{Value: []byte("zipped")}})
-	require.NoError(t, err)
-	appendLeader(t, l, gzb, 0)
-	require.Equal(t, int64(1), l.LogEndOffset(), "gzip batches are stored as they came")
-	require.Equal(t, 0, len(l.AbortedTransactions(0, 1)))
+	codecs := []record.Compression{record.CompressionGzip, record.CompressionSnappy, record.CompressionLz4, record.CompressionZstd}
+	for i, c := range codecs {
+		ch := record.NewHeader()
+		ch.Attributes = record.Attributes(c)
+		cb, err := record.Encode(ch, []record.Record{{Value: []byte("compressed")}})
+		require.NoError(t, err)
+		appendLeader(t, l, cb, 0)
+		require.Equal(t, int64(i+1), l.LogEndOffset(), "%s batches are stored as they came", c)
+	}
+	require.Equal(t, 0, len(l.AbortedTransactions(0, int64(len(codecs)))))
 	require.Equal(t, h.ProducerID, record.NoProducerID)
 }
 
