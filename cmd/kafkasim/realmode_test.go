@@ -79,8 +79,7 @@ func TestRealModeKgoSurvivesLeaderKill(t *testing.T) {
 		kgo.SeedBrokers(c.addrs()...),
 		kgo.DefaultProduceTopic(topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.RequiredAcks(kgo.AllISRAcks()), // idempotence is kgo's default
-		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.RequiredAcks(kgo.AllISRAcks()), // idempotence and snappy compression are kgo's defaults
 		kgo.MetadataMinAge(100*time.Millisecond),
 		kgo.RetryBackoffFn(func(int) time.Duration { return 100 * time.Millisecond }),
 		kgo.RecordDeliveryTimeout(30*time.Second),
