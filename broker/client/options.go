@@ -144,8 +144,8 @@ type ProducerOptions struct {
 	EnableIdempotence bool
 	// Partitioner is partitioner.class.
 	Partitioner Partitioner
-	// CompressionType is compression.type: none or gzip (the codecs
-	// broker/record can write).
+	// CompressionType is compression.type: none, gzip, snappy, lz4 or
+	// zstd (the codecs broker/record writes).
 	CompressionType record.Compression
 	// TransactionalID is transactional.id: with it the producer is
 	// transactional (InitTransactions, BeginTransaction, ...; see
