@@ -149,6 +149,13 @@ func (c *cluster) finalRead(rec *history.Recorder, tp metadata.TopicPartition, i
 		FinalRead: &history.FinalRead{TP: history.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}, Isolation: isolation, From: 0, Output: output},
 	}
 	id := rec.Invoke(op)
+	if isolation == history.ReadCommitted {
+		// Let transactions decided before the read finish their markers:
+		// a read_committed consumer reading now would wait for them too.
+		if err := c.awaitStable(tp, finalReadSettle); err != nil {
+			return err
+		}
+	}
 	var out []history.Record
 	offset, end := int64(0), int64(-1)
 	deadline := c.w.Now().Add(budget)
@@ -218,6 +225,48 @@ func (c *cluster) finalRead(rec *history.Recorder, tp metadata.TopicPartition, i
 		}
 	}
 	rec.Complete(id, int64(c.w.Elapsed()), history.OK, history.Result{Records: out})
+	return nil
+}
+
+// finalReadSettle bounds how long a read_committed final read waits for
+// a partition's last stable offset to reach its high watermark; a
+// transaction still open then (hanging) keeps its records, and every
+// later one, out of the read.
+const finalReadSettle = 10 * time.Second
+
+// awaitStable waits, up to budget, until tp has no transaction in doubt:
+// its last stable offset equals its high watermark.
+func (c *cluster) awaitStable(tp metadata.TopicPartition, budget time.Duration) error {
+	deadline := c.w.Now().Add(budget)
+	for c.w.Now() < deadline {
+		var p metadata.Partition
+		ok := false
+		if img := c.image(); img != nil {
+			p, ok = img.Partition(tp)
+		}
+		if ok && p.Leader >= 0 {
+			req := kmsg.NewPtrFetchRequest()
+			req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.IsolationLevel = -1, 0, 0, 1, 1
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = tp.Topic
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = tp.Partition, 0, 1
+			rt.Partitions = append(rt.Partitions, rp)
+			req.Topics = append(req.Topics, rt)
+			resp, err := c.call(c.brokers[p.Leader], req, 5*time.Second)
+			if c.w.Err() != nil {
+				return c.w.Err()
+			}
+			if err == nil {
+				if pr := resp.(*kmsg.FetchResponse).Topics[0].Partitions[0]; pr.ErrorCode == 0 && pr.LastStableOffset >= pr.HighWatermark {
+					return nil
+				}
+			}
+		}
+		if err := c.w.RunFor(200 * time.Millisecond); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -31,6 +31,25 @@ func pipeline(s *Scenario, commit string) {
 	s.Cluster.Partitions, s.Workload.Consumers = 2, 2
 }
 
+// transformPipeline is Kafka's exactly-once consume-transform-produce: two
+// input partitions, two processors, each a group consumer and a
+// transactional producer with a stable transactional.id.
+func transformPipeline(s *Scenario) {
+	id := "pipeline"
+	s.Producer.TransactionalID = &id
+	s.Workload.Kind, s.Workload.Commit = ConsumeTransformProduce, Transactional
+	s.Cluster.Partitions, s.Workload.Consumers = 2, 2
+	// Short timeouts: a delayed frame or a clog outlasts a request, so
+	// transactions abort, commits end unknown, and late frames arrive after
+	// their transaction ended.
+	s.Producer.RequestTimeoutMs, s.Producer.DeliveryTimeoutMs, s.Producer.MaxBlockMs = 1000, 2000, 5000
+	// Longer than a run (Kafka's default is a minute): a transaction
+	// nobody fences stays open to the end.
+	s.Producer.TransactionTimeoutMs = 120000
+	// Processing fails now and then: the application aborts and retries.
+	s.Workload.AbortPercent = 25
+}
+
 var catalogue = []Scenario{
 	// Producers into the log.
 	scenario("acks0", "acks=0, no retries: fire and forget, never duplicated", func(s *Scenario) {
@@ -102,6 +121,27 @@ var catalogue = []Scenario{
 	scenario("pipeline-atomic-sink", "output and offset in one atomic sink write, offset read back from the sink: exactly-once", func(s *Scenario) {
 		pipeline(s, AtomicWithOutput)
 		s.Faults, s.Expect = "crash,network", checkers.ExactlyOnce
+	}),
+
+	// Consume-transform-produce with transactions.
+	scenario("eos-consume-transform-produce", "transactions: outputs and input offsets commit together, read_committed downstream, a restarted processor fences its predecessor: exactly-once", func(s *Scenario) {
+		transformPipeline(s)
+		s.Faults, s.Expect = "crash,network", checkers.ExactlyOnce
+	}),
+	scenario("eos-read-uncommitted", "twin of eos-consume-transform-produce: downstream consumers read_uncommitted see the outputs of aborted transactions, which are processed again", func(s *Scenario) {
+		transformPipeline(s)
+		s.Consumer.IsolationLevel = "read_uncommitted"
+		s.Faults, s.Expect, s.Refutes = "crash,network", checkers.AtLeastOnce, checkers.ExactlyOnce
+	}),
+	scenario("eos-no-stable-transactional-id", "twin of eos-consume-transform-produce: a fresh transactional.id per producer — what a crashed or replaced producer left open is never fenced and holds the output and the offsets until transaction.timeout.ms", func(s *Scenario) {
+		transformPipeline(s)
+		s.Workload.TransactionalIDPerIncarnation = true
+		s.Faults, s.Expect, s.Refutes = "crash,network", checkers.None, checkers.ExactlyOnce
+	}),
+	scenario("eos-kip890-off", "twin of eos-consume-transform-produce: no partition verification, no epoch bump per transaction — a late produce or EndTxn lands in the wrong transaction", func(s *Scenario) {
+		transformPipeline(s)
+		s.Cluster.TransactionPartitionVerification, s.Cluster.KIP890EpochBumpPerTransaction = false, false
+		s.Faults, s.Expect, s.Refutes = "network", checkers.None, checkers.ExactlyOnce
 	}),
 }
 

@@ -134,6 +134,9 @@ func TestPropertyAtMostOnceWithAcks0(t *testing.T)    { checkClaimProperty(t, "a
 func TestPropertyExactlyOnceThroughTheSink(t *testing.T) {
 	checkClaimProperty(t, "pipeline-atomic-sink")
 }
+func TestPropertyExactlyOnceThroughTransactions(t *testing.T) {
+	checkClaimProperty(t, "eos-consume-transform-produce")
+}
 
 // BenchmarkStandardScenario reports how many seeds of the standard
 // scenario (acks=all, idempotence, crash and network faults) one core runs

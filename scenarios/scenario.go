@@ -55,22 +55,37 @@ type Cluster struct {
 
 // Producer is the producer clients' configuration.
 type Producer struct {
-	Acks                             string  `json:"acks"` // "0", "1" or "all"
-	EnableIdempotence                bool    `json:"enable.idempotence"`
-	Retries                          int     `json:"retries"`
-	MaxInFlightRequestsPerConnection int     `json:"max.in.flight.requests.per.connection"`
-	TransactionalID                  *string `json:"transactional.id"`
-	DeliveryTimeoutMs                int     `json:"delivery.timeout.ms"`
-	RequestTimeoutMs                 int     `json:"request.timeout.ms"`
-	LingerMs                         int     `json:"linger.ms"`
+	Acks                             string `json:"acks"` // "0", "1" or "all"
+	EnableIdempotence                bool   `json:"enable.idempotence"`
+	Retries                          int    `json:"retries"`
+	MaxInFlightRequestsPerConnection int    `json:"max.in.flight.requests.per.connection"`
+	// TransactionalID is the consume-transform-produce processors'
+	// transactional.id: processor i uses "<id>-<i>", the same after every
+	// restart, so a restarted processor fences its previous incarnation
+	// (unless workload.transactional.id.per.incarnation).
+	TransactionalID      *string `json:"transactional.id"`
+	DeliveryTimeoutMs    int     `json:"delivery.timeout.ms"`
+	RequestTimeoutMs     int     `json:"request.timeout.ms"`
+	LingerMs             int     `json:"linger.ms"`
+	TransactionTimeoutMs int     `json:"transaction.timeout.ms"`
+	MaxBlockMs           int     `json:"max.block.ms"`
 }
 
 // Consumer is the consumer clients' configuration.
 type Consumer struct {
+	// IsolationLevel is every consumer's isolation.level downstream of the
+	// producers: the pipeline's consumers, and the final read of a
+	// consume-transform-produce output topic (the output's downstream
+	// consumer). read_committed consumers also fetch their starting
+	// offsets with require_stable.
 	IsolationLevel       string `json:"isolation.level"` // read_uncommitted | read_committed
 	EnableAutoCommit     bool   `json:"enable.auto.commit"`
 	AutoCommitIntervalMs int    `json:"auto.commit.interval.ms"`
 	AutoOffsetReset      string `json:"auto.offset.reset"`
+	// Group membership (consume-transform-produce processors subscribe).
+	SessionTimeoutMs    int `json:"session.timeout.ms"`
+	HeartbeatIntervalMs int `json:"heartbeat.interval.ms"`
+	MaxPollIntervalMs   int `json:"max.poll.interval.ms"`
 }
 
 // Workload is what the clients do.
@@ -92,6 +107,17 @@ type Workload struct {
 	ProcessingMs int `json:"processing.ms"`
 	// KeyOrder: the configuration promises per-key order; check it.
 	KeyOrder bool `json:"key.order"`
+	// TransactionalIDPerIncarnation: every producer a processor makes (at
+	// its start, and again after a commit whose outcome is unknown or a
+	// fatal error) gets a fresh transactional.id, as an application
+	// generating a random one does, so it never fences what the previous
+	// one left open.
+	TransactionalIDPerIncarnation bool `json:"transactional.id.per.incarnation"`
+	// AbortPercent is the share of its transactions a processor aborts
+	// after writing their outputs — its processing failed (not a Kafka
+	// setting: the application's own failures) — before it rewinds and
+	// processes the inputs again.
+	AbortPercent int `json:"abort.percent"`
 }
 
 // Workload kinds and commit patterns.
@@ -132,8 +158,10 @@ func Defaults() Scenario {
 		Producer: Producer{
 			Acks: "all", EnableIdempotence: true, Retries: 2147483647,
 			MaxInFlightRequestsPerConnection: 5, DeliveryTimeoutMs: 30000, RequestTimeoutMs: 10000,
+			TransactionTimeoutMs: 60000, MaxBlockMs: 60000,
 		},
-		Consumer:   Consumer{IsolationLevel: "read_committed", AutoCommitIntervalMs: 1000, AutoOffsetReset: "earliest"},
+		Consumer: Consumer{IsolationLevel: "read_committed", AutoCommitIntervalMs: 1000, AutoOffsetReset: "earliest",
+			SessionTimeoutMs: 6000, HeartbeatIntervalMs: 1000, MaxPollIntervalMs: 30000},
 		Workload:   Workload{Messages: 300, Producers: 1, Consumers: 1, DurationMs: 30000, ProcessingMs: 50},
 		Faults:     "none",
 		FaultsRate: 2.5,
@@ -236,6 +264,18 @@ func (s Scenario) Validate() error {
 		return bad("max.in.flight.requests.per.connection %d < 1", p.MaxInFlightRequestsPerConnection)
 	case p.RequestTimeoutMs < 1 || p.DeliveryTimeoutMs < p.RequestTimeoutMs+p.LingerMs:
 		return bad("delivery.timeout.ms %d must be at least request.timeout.ms %d + linger.ms %d", p.DeliveryTimeoutMs, p.RequestTimeoutMs, p.LingerMs)
+	case p.TransactionTimeoutMs < 1 || p.MaxBlockMs < 1:
+		return bad("transaction.timeout.ms %d and max.block.ms %d must be positive", p.TransactionTimeoutMs, p.MaxBlockMs)
+	case s.Consumer.HeartbeatIntervalMs < 1 || s.Consumer.HeartbeatIntervalMs >= s.Consumer.SessionTimeoutMs:
+		return bad("heartbeat.interval.ms %d must be in [1, session.timeout.ms %d)", s.Consumer.HeartbeatIntervalMs, s.Consumer.SessionTimeoutMs)
+	case s.Consumer.SessionTimeoutMs < 1000:
+		return bad("session.timeout.ms %d < 1000 (the brokers' group.min.session.timeout.ms)", s.Consumer.SessionTimeoutMs)
+	case s.Consumer.MaxPollIntervalMs < 1:
+		return bad("max.poll.interval.ms %d < 1", s.Consumer.MaxPollIntervalMs)
+	case w.TransactionalIDPerIncarnation && w.Kind != ConsumeTransformProduce:
+		return bad("workload.transactional.id.per.incarnation is for consume-transform-produce")
+	case w.AbortPercent < 0 || w.AbortPercent > 100 || (w.AbortPercent > 0 && w.Kind != ConsumeTransformProduce):
+		return bad("workload.abort.percent %d: a share in [0, 100] of a consume-transform-produce's transactions", w.AbortPercent)
 	case s.Consumer.IsolationLevel != "read_committed" && s.Consumer.IsolationLevel != "read_uncommitted":
 		return bad("isolation.level %q: want read_committed or read_uncommitted", s.Consumer.IsolationLevel)
 	case s.Consumer.AutoOffsetReset != "earliest" && s.Consumer.AutoOffsetReset != "latest":
@@ -272,8 +312,14 @@ func (s Scenario) Validate() error {
 		if w.Commit != Transactional {
 			return bad("consume-transform-produce needs commit transactional, not %q", w.Commit)
 		}
-		if p.TransactionalID == nil {
+		if p.TransactionalID == nil || *p.TransactionalID == "" {
 			return bad("consume-transform-produce needs a transactional.id")
+		}
+		if w.Consumers < 1 || w.Consumers > c.Partitions {
+			return bad("workload.consumers %d outside [1, partitions %d]", w.Consumers, c.Partitions)
+		}
+		if s.Consumer.EnableAutoCommit {
+			return bad("enable.auto.commit makes no sense with transactions: offsets go with sendOffsetsToTransaction")
 		}
 	case "":
 		return bad("workload.kind is missing")

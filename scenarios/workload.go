@@ -26,6 +26,9 @@ type workload struct {
 	cursor  []int               // per producer: the next message to send
 	pending []int               // per producer: sends not yet resolved, this incarnation
 	incarn  map[string]int      // per node: how many times its application started
+	// producersMade counts, per processor, the transactional producers it
+	// made (for a fresh transactional.id per producer).
+	producersMade map[int]int
 
 	// processed is, per input partition, the next offset some consumer has
 	// finished with (processed and, per its pattern, committed).
@@ -35,7 +38,7 @@ type workload struct {
 
 func newWorkload(c *cluster, rec *history.Recorder) *workload {
 	s := c.s
-	wl := &workload{c: c, s: s, rec: rec, incarn: map[string]int{}, processed: map[int32]int64{}}
+	wl := &workload{c: c, s: s, rec: rec, incarn: map[string]int{}, processed: map[int32]int64{}, producersMade: map[int]int{}}
 	w := s.Workload
 	for p := range w.Producers {
 		var msgs []history.Message
@@ -49,16 +52,34 @@ func newWorkload(c *cluster, rec *history.Recorder) *workload {
 	for i := range w.Producers {
 		c.clients = append(c.clients, producerNode(i))
 	}
-	if w.Kind == ConsumeProcessSink {
+	switch w.Kind {
+	case ConsumeProcessSink:
 		c.hasSink = true
 		for i := range w.Consumers {
 			c.clients = append(c.clients, consumerNode(i))
+		}
+	case ConsumeTransformProduce:
+		for i := range w.Consumers {
+			c.clients = append(c.clients, processorNode(i))
 		}
 	}
 	return wl
 }
 
-func (wl *workload) topics() []string { return []string{inputTopic} }
+func (wl *workload) topics() []string {
+	if wl.s.Workload.Kind == ConsumeTransformProduce {
+		return []string{inputTopic, outputTopic}
+	}
+	return []string{inputTopic}
+}
+
+// isolation is the isolation.level of the consumers downstream.
+func (wl *workload) isolation() client.IsolationLevel {
+	if wl.s.Consumer.IsolationLevel == "read_committed" {
+		return client.ReadCommitted
+	}
+	return client.ReadUncommitted
+}
 
 // now is the history's clock: simulated time since the world began.
 func (wl *workload) now() int64 { return int64(wl.c.w.Elapsed()) }
@@ -73,9 +94,14 @@ func (wl *workload) addNodes() {
 	for i := range wl.s.Workload.Producers {
 		w.AddNode(producerNode(i), func() env.Process { return &producerApp{wl: wl, index: i} })
 	}
-	if wl.s.Workload.Kind == ConsumeProcessSink {
+	switch wl.s.Workload.Kind {
+	case ConsumeProcessSink:
 		for i := range wl.s.Workload.Consumers {
 			w.AddNode(consumerNode(i), func() env.Process { return &consumerApp{wl: wl, index: i} })
+		}
+	case ConsumeTransformProduce:
+		for i := range wl.s.Workload.Consumers {
+			w.AddNode(processorNode(i), func() env.Process { return &processorApp{wl: wl, index: i} })
 		}
 	}
 }
@@ -119,7 +145,7 @@ func (wl *workload) drained() bool {
 	if !wl.produced() {
 		return false
 	}
-	if wl.s.Workload.Kind != ConsumeProcessSink {
+	if wl.s.Workload.Kind == ProduceOnly {
 		return true
 	}
 	for p := range wl.s.Cluster.Partitions {
@@ -154,17 +180,32 @@ func (c *cluster) highWatermark(tp metadata.TopicPartition) (int64, bool) {
 }
 
 func (wl *workload) checkOptions() checkers.Options {
-	return checkers.Options{KeyOrder: wl.s.Workload.KeyOrder}
+	// Group members' assignments move in rebalances.
+	return checkers.Options{KeyOrder: wl.s.Workload.KeyOrder, Rebalancing: wl.s.Workload.Kind == ConsumeTransformProduce}
 }
 
 // finalReads read what the system holds after heal and drain: the input
-// topic (the output, for produce-only) and the sink.
+// topic (the output, for produce-only), the sink, and a
+// consume-transform-produce pipeline's output topic, read as its
+// downstream consumers read it (consumer isolation.level).
 func (wl *workload) finalReads() error {
 	output := wl.s.Workload.Kind == ProduceOnly
 	for p := range wl.s.Cluster.Partitions {
 		tp := metadata.TopicPartition{Topic: inputTopic, Partition: int32(p)}
 		if err := wl.c.finalRead(wl.rec, tp, history.ReadCommitted, output, finalReadBudget); err != nil {
 			return err
+		}
+	}
+	if wl.s.Workload.Kind == ConsumeTransformProduce {
+		iso := history.ReadUncommitted
+		if wl.isolation() == client.ReadCommitted {
+			iso = history.ReadCommitted
+		}
+		for p := range wl.s.Cluster.Partitions {
+			tp := metadata.TopicPartition{Topic: outputTopic, Partition: int32(p)}
+			if err := wl.c.finalRead(wl.rec, tp, iso, true, finalReadBudget); err != nil {
+				return err
+			}
 		}
 	}
 	if wl.c.hasSink {

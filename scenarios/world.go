@@ -173,7 +173,18 @@ func (c *cluster) nemesisOptions(topics []string, duration time.Duration) faults
 		o.Sink = sinkNode
 		o.Groups = []string{groupID}
 	}
+	if c.s.Workload.Kind == ConsumeTransformProduce {
+		o.Groups = []string{groupID}
+		for i := range c.s.Workload.Consumers {
+			o.TransactionalIDs = append(o.TransactionalIDs, c.s.processorTxnID(i, 1))
+		}
+	}
 	for _, t := range topics {
+		if t == inputTopic && c.s.Workload.Kind == ConsumeTransformProduce {
+			// Aim at the transactional side: the output's leaders and
+			// followers, the coordinators, the applications.
+			continue
+		}
 		for p := range c.s.Cluster.Partitions {
 			o.Partitions = append(o.Partitions, faults.TopicPartition{Topic: t, Partition: int32(p)})
 		}
