@@ -47,8 +47,8 @@
 //	                                                  seek of it between) skip offsets known to hold values its
 //	                                                  isolation level sees
 //	nonmonotonic-poll     safety    exactly-once      same, but going back to or before an offset already read
-//	nonmonotonic-send     safety    exactly-once      a producer's later send to a partition got a lower offset
-//	                                (and order)
+//	nonmonotonic-send     safety    order only        a producer's later send to a partition got a lower offset
+//	                                                  (reordering loses and duplicates nothing)
 //	offset-regression     safety    exactly-once      a commit (or committed transaction's, or sink's stored offset)
 //	                                                  invoked after another returned, lower than it
 //	stale-offset-fetch    safety    exactly-once      commits and offset fetches of a group-partition are not a

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/kafkasim/kafkasim/env"
 	"github.com/kafkasim/kafkasim/sim"
@@ -48,14 +47,12 @@ func (f Fired) String() string {
 // Installation is a schedule installed on a world: it records what fired
 // and remembers the clock faults it applied, so HealAll can undo them.
 type Installation struct {
-	w       *sim.World
-	res     Resolver
-	rand    *env.Rand
-	tags    map[string]string
-	fired   []Fired
-	skew    map[string]time.Duration
-	drifted map[string]bool
-	onFire  func(Fired)
+	w      *sim.World
+	res    Resolver
+	rand   *env.Rand
+	tags   map[string]string
+	fired  []Fired
+	onFire func(Fired)
 }
 
 // Install schedules every action of s on w at start+At (actions whose time
@@ -80,7 +77,7 @@ func Install(w *sim.World, s Schedule, res Resolver, start env.Time) (*Installat
 	}
 	in := &Installation{
 		w: w, res: res, rand: w.Rand("faults/resolve"),
-		tags: map[string]string{}, skew: map[string]time.Duration{}, drifted: map[string]bool{},
+		tags: map[string]string{},
 	}
 	for _, a := range s.Sorted() {
 		w.At(start.Add(a.At), func() { in.fire(a) })
@@ -206,10 +203,8 @@ func (in *Installation) apply(a Action, f *Fired) string {
 		w.DelayFrame(f.Node, f.Peer, match, a.By, a.Count)
 	case KindSkew:
 		n.SkewClock(a.By)
-		in.skew[f.Node] += a.By
 	case KindDrift:
 		n.DriftClock(a.PPM)
-		in.drifted[f.Node] = a.PPM != 0
 	case KindFailSync:
 		n.FailSyncs(a.Count)
 	case KindFailRead:
@@ -224,38 +219,25 @@ func (in *Installation) apply(a Action, f *Fired) string {
 	return ""
 }
 
-// HealAll lifts every fault this installation left behind: what HealAll
-// (the function) does, plus stepping skewed clocks back by what the
-// schedule skewed them and stopping drift on the nodes it drifted.
-func (in *Installation) HealAll(nodes []string) {
-	HealAll(in.w, nodes)
-	for _, name := range sortedKeys(in.skew) {
-		if d := in.skew[name]; d != 0 {
-			in.w.Node(name).SkewClock(-d)
-			in.skew[name] = 0
-		}
-	}
-	for _, name := range sortedKeys(in.drifted) {
-		if in.drifted[name] {
-			in.w.Node(name).DriftClock(0)
-			in.drifted[name] = false
-		}
-	}
-}
+// HealAll lifts every fault this installation left behind; it is the
+// function HealAll, kept as a method so runners need not care which.
+func (in *Installation) HealAll(nodes []string) { HealAll(in.w, nodes) }
 
-// HealAll returns the world to health for the drain phase: every cut is
-// lifted, and each named node is resumed if paused and started if down
-// (crashed, halted, powered off or never started), in the order given.
-// Clogs end by themselves when their time is up. Clock skew cannot be read
-// back from a world, so undoing it takes the Installation's HealAll.
+// HealAll returns the world to health for the drain phase: every network
+// fault is lifted (cuts, clogs, latency spikes, frame delays not yet
+// spent), and each named node gets its clock back on world time, its
+// pending disk faults disarmed, and is resumed if paused and started if
+// down (crashed, halted, powered off or never started), in the order given.
 func HealAll(w *sim.World, nodes []string) {
 	w.Trace().Note("faults: heal all")
-	w.Heal()
+	w.HealNetwork()
 	for _, name := range nodes {
 		n := w.Node(name)
 		if n == nil {
 			panic(fmt.Sprintf("faults: HealAll: no node named %q", name))
 		}
+		n.ResetClock()
+		n.ClearDiskFaults()
 		if n.Paused() {
 			n.Resume()
 		}
