@@ -46,8 +46,9 @@ type Options struct {
 	// WitnessesMax is how many witnesses to keep per anomaly. Zero:
 	// DefaultWitnessesMax.
 	WitnessesMax int
-	// HTML, if set, is a file to write porcupine's visualization of the
-	// first non-linearizable partition log to, fault events annotated.
+	// HTML, if set, is a file to write porcupine's visualization of one
+	// partition log to, fault events annotated: the first non-linearizable
+	// log, else the one the first anomaly is about, else the first log.
 	HTML string
 }
 
@@ -120,12 +121,57 @@ func Check(h history.History, opts Options) (Verdict, error) {
 		}
 	}
 	v.Observed = v.Held[0]
-	if opts.HTML != "" && illegal >= 0 {
-		if err := VisualizeLog(h, logs[illegal], opts.HTML, opts.PorcupineTimeout); err != nil {
-			return v, err
+	if opts.HTML != "" {
+		if i := pictured(h, logs, illegal, v.Anomalies); i >= 0 {
+			if err := VisualizeLog(h, logs[i], opts.HTML, opts.PorcupineTimeout); err != nil {
+				return v, err
+			}
 		}
 	}
 	return v, nil
+}
+
+// pictured chooses the partition log Options.HTML shows: the first that is
+// not linearizable; else the partition of the first anomaly's first witness
+// (a lost write is linearizable up to the end of its log, yet worth seeing
+// on the timeline); else the first log. -1 if there are none.
+func pictured(h history.History, logs []model.Log, illegal int, found []Anomaly) int {
+	if illegal >= 0 || len(logs) == 0 {
+		return illegal
+	}
+	byTP := map[history.TopicPartition]int{}
+	for i, l := range logs {
+		byTP[l.TP] = i
+	}
+	ops := map[history.ID]*history.Op{}
+	for i := range h {
+		ops[h[i].ID] = &h[i]
+	}
+	for _, a := range found {
+		for _, w := range a.Witnesses {
+			for _, ref := range w.Ops {
+				op := ops[ref.ID]
+				if op == nil {
+					continue
+				}
+				var tp history.TopicPartition
+				switch {
+				case op.Send != nil:
+					tp = op.Send.TP
+				case op.FinalRead != nil && op.FinalRead.Sink == "":
+					tp = op.FinalRead.TP
+				case op.Poll != nil && len(op.Poll.Fetched) > 0:
+					tp = op.Poll.Fetched[0].TP
+				default:
+					continue
+				}
+				if i, ok := byTP[tp]; ok {
+					return i
+				}
+			}
+		}
+	}
+	return 0
 }
 
 func checkLogWith(l model.Log, opts Options) LogResult {

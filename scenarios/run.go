@@ -159,9 +159,13 @@ func Run(s Scenario, o RunOptions) (*Result, error) {
 	res.Observed = v.Observed
 	res.Holds = v.Holds(s.Checked())
 	if !res.Holds {
-		res.Failure = string(checkers.Safety)
-		if len(v.Safety()) == 0 {
-			res.Failure = string(checkers.Liveness)
+		// Classify by what broke the judged guarantee, not by every
+		// anomaly seen.
+		res.Failure = string(checkers.Liveness)
+		for _, a := range v.Breaking(s.Checked()) {
+			if a.Class == checkers.Safety {
+				res.Failure = string(checkers.Safety)
+			}
 		}
 	}
 	res.finish(c)
