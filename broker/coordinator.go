@@ -129,42 +129,18 @@ func (c *coordinator) metadataChanged() {
 // until their producer's marker follows; group metadata records restore
 // each group's last generation.
 func (c *coordinator) load(p *partition) error {
-	from := p.log.LogStartOffset()
-	for from < p.log.LogEndOffset() {
-		data, err := p.log.Read(from, 1<<20, p.log.LogEndOffset())
-		if err != nil {
-			return err
+	err := replayLog(p, func(bt record.Batch, r record.Record) {
+		off := bt.BaseOffset() + int64(r.OffsetDelta)
+		if bt.IsTransactional() {
+			c.applyTxnOffset(bt.ProducerID(), r.Key, r.Value, off)
+		} else {
+			c.apply(r.Key, r.Value, off)
 		}
-		batches, err := record.Split(data)
-		if err != nil {
-			return err
-		}
-		if len(batches) == 0 {
-			break
-		}
-		for _, bt := range batches {
-			from = bt.NextOffset()
-			if bt.IsControl() {
-				m, err := bt.EndTxnMarker()
-				if err != nil {
-					return err
-				}
-				c.completeTxnOffsets(p.tp.Partition, bt.ProducerID(), m.Commit())
-				continue
-			}
-			recs, err := bt.DecodeRecords()
-			if err != nil {
-				return err
-			}
-			for _, r := range recs {
-				off := bt.BaseOffset() + int64(r.OffsetDelta)
-				if bt.IsTransactional() {
-					c.applyTxnOffset(bt.ProducerID(), r.Key, r.Value, off)
-				} else {
-					c.apply(r.Key, r.Value, off)
-				}
-			}
-		}
+	}, func(bt record.Batch, m record.EndTxnMarker) {
+		c.completeTxnOffsets(p.tp.Partition, bt.ProducerID(), m.Commit())
+	})
+	if err != nil {
+		return err
 	}
 	c.b.e.Log("offsets-loaded", "partition", p.tp.String(), "epoch", p.state.LeaderEpoch, "groups", len(c.groups))
 	return nil

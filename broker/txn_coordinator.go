@@ -193,7 +193,7 @@ func (tc *txnCoordinator) load(p *partition) error {
 		}
 		tc.txns[id] = &txnMeta{id: id, txnRecord: rec, pending: txnNone, coordinatorEpoch: p.state.LeaderEpoch}
 		n++
-	})
+	}, nil)
 	if err != nil {
 		return err
 	}
@@ -202,8 +202,9 @@ func (tc *txnCoordinator) load(p *partition) error {
 }
 
 // replayLog calls apply for every record of every data batch of p's log,
-// from its start to its end.
-func replayLog(p *partition, apply func(record.Batch, record.Record)) error {
+// from its start to its end, and marker (if set) for every transaction
+// marker, in log order.
+func replayLog(p *partition, apply func(record.Batch, record.Record), marker func(record.Batch, record.EndTxnMarker)) error {
 	from := p.log.LogStartOffset()
 	for from < p.log.LogEndOffset() {
 		data, err := p.log.Read(from, 1<<20, p.log.LogEndOffset())
@@ -220,6 +221,13 @@ func replayLog(p *partition, apply func(record.Batch, record.Record)) error {
 		for _, bt := range batches {
 			from = bt.NextOffset()
 			if bt.IsControl() {
+				m, err := bt.EndTxnMarker()
+				if err != nil {
+					return err
+				}
+				if marker != nil {
+					marker(bt, m)
+				}
 				continue
 			}
 			recs, err := bt.DecodeRecords()
