@@ -59,19 +59,23 @@ type waiter interface{ wake() bool }
 
 // PartitionState is a snapshot of a replica for tests and the harness.
 type PartitionState struct {
-	Role           string
-	Leader         int32
-	LeaderEpoch    int32
-	ISR            []int32
-	HighWatermark  int64
-	LogEndOffset   int64
-	LogStartOffset int64
+	Role          string
+	Leader        int32
+	LeaderEpoch   int32
+	ISR           []int32
+	HighWatermark int64
+	// LastStableOffset is the first offset of an undecided transaction
+	// (the high watermark when there is none).
+	LastStableOffset int64
+	LogEndOffset     int64
+	LogStartOffset   int64
 }
 
 func (p *partition) snapshot() PartitionState {
 	s := PartitionState{Role: p.role.String(), Leader: p.state.Leader, LeaderEpoch: p.state.LeaderEpoch, ISR: slices.Clone(p.state.ISR), HighWatermark: p.hw}
 	if p.log != nil {
 		s.LogEndOffset, s.LogStartOffset = p.log.LogEndOffset(), p.log.LogStartOffset()
+		s.LastStableOffset = p.lastStableOffset()
 	}
 	return s
 }

@@ -65,6 +65,7 @@ func (a *processorApp) Start(e env.Env) {
 	a.rt = newRPCRouter(e)
 	a.node = processorNode(a.index)
 	a.process = wl.process(a.node)
+	wl.inTxn[a.index] = false // a predecessor's transaction is settled by this one's InitTransactions
 
 	o := client.DefaultConsumerOptions(wl.c.brokers...)
 	o.ConnectionOptions = wl.connection(a.node)
@@ -228,6 +229,7 @@ func (a *processorApp) transform(recs []client.Record) {
 		a.recover()
 		return
 	}
+	wl.inTxn[a.index] = true
 	t := &txnRun{}
 	positions := next(recs)
 	offsets := map[client.TopicPartition]client.OffsetAndMetadata{}
@@ -279,6 +281,7 @@ func (a *processorApp) transform(recs []client.Record) {
 // committed settles a transaction from CommitTransaction's answer.
 func (a *processorApp) committed(t *txnRun, positions map[metadata.TopicPartition]int64, err error) {
 	wl := a.wl
+	wl.inTxn[a.index] = false
 	switch {
 	case err == nil:
 		wl.rec.Complete(t.op, wl.now(), history.OK, history.Result{Offsets: t.offsets, EndCall: t.end})
@@ -301,6 +304,7 @@ func (a *processorApp) committed(t *txnRun, positions map[metadata.TopicPartitio
 func (a *processorApp) abort(t *txnRun, cause error) {
 	wl := a.wl
 	finish := func() {
+		wl.inTxn[a.index] = false
 		res := history.Result{EndCall: t.end, Error: errText(cause)}
 		if t.sent {
 			res.Offsets = t.offsets

@@ -33,12 +33,16 @@ type workload struct {
 	// processed is, per input partition, the next offset some consumer has
 	// finished with (processed and, per its pattern, committed).
 	processed map[int32]int64
-	stopped   bool
+	// inTxn marks the processors (consume-transform-produce) with a
+	// transaction begun and not yet settled: the drain waits for them, or
+	// stopping the applications would leave that transaction hanging.
+	inTxn   map[int]bool
+	stopped bool
 }
 
 func newWorkload(c *cluster, rec *history.Recorder) *workload {
 	s := c.s
-	wl := &workload{c: c, s: s, rec: rec, incarn: map[string]int{}, processed: map[int32]int64{}, producersMade: map[int]int{}}
+	wl := &workload{c: c, s: s, rec: rec, incarn: map[string]int{}, processed: map[int32]int64{}, producersMade: map[int]int{}, inTxn: map[int]bool{}}
 	w := s.Workload
 	for p := range w.Producers {
 		var msgs []history.Message
@@ -154,29 +158,50 @@ func (wl *workload) drained() bool {
 			return false
 		}
 	}
+	for _, busy := range wl.inTxn {
+		if busy {
+			return false
+		}
+	}
+	if wl.s.Workload.Kind == ConsumeTransformProduce {
+		// Every transaction on the output decided: a final read_committed
+		// read can see all of it.
+		for p := range wl.s.Cluster.Partitions {
+			s, ok := wl.c.leaderState(metadata.TopicPartition{Topic: outputTopic, Partition: int32(p)})
+			if !ok || s.LastStableOffset < s.HighWatermark {
+				return false
+			}
+		}
+	}
 	return true
 }
 
 // highWatermark is the leader's high watermark of tp, as the cluster knows
 // it now.
 func (c *cluster) highWatermark(tp metadata.TopicPartition) (int64, bool) {
+	s, ok := c.leaderState(tp)
+	return s.HighWatermark, ok
+}
+
+// leaderState is tp's leader replica's state, as the cluster knows it now.
+func (c *cluster) leaderState(tp metadata.TopicPartition) (broker.PartitionState, bool) {
 	img := c.image()
 	if img == nil {
-		return 0, false
+		return broker.PartitionState{}, false
 	}
 	p, ok := img.Partition(tp)
 	if !ok || p.Leader < 0 || int(p.Leader) >= len(c.brokers) {
-		return 0, false
+		return broker.PartitionState{}, false
 	}
 	b, ok := c.w.Node(c.brokers[p.Leader]).Process().(*broker.Broker)
 	if !ok {
-		return 0, false
+		return broker.PartitionState{}, false
 	}
 	s, ok := b.Partition(tp)
 	if !ok || s.Role != "leader" {
-		return 0, false
+		return broker.PartitionState{}, false
 	}
-	return s.HighWatermark, true
+	return s, true
 }
 
 func (wl *workload) checkOptions() checkers.Options {
