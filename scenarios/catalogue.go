@@ -138,6 +138,11 @@ var catalogue = []Scenario{
 		s.Workload.TransactionalIDPerIncarnation = true
 		s.Faults, s.Expect, s.Refutes = "crash,network", checkers.None, checkers.ExactlyOnce
 	}),
+	scenario("eos-zombie-group-coordinator", "a finding, kept as a twin: the group coordinator cut off from the controller but not from clients keeps serving the committed offsets it last knew; a processor rewinding after an abort re-reads input whose output already committed", func(s *Scenario) {
+		transformPipeline(s)
+		s.FaultsSchedule = "+5s cut the controller <-> the group coordinator of " + groupID + "\n+25s heal"
+		s.Faults, s.Expect, s.Refutes = "network", checkers.None, checkers.ExactlyOnce
+	}),
 	scenario("eos-kip890-off", "twin of eos-consume-transform-produce: no partition verification, no epoch bump per transaction — a late produce or EndTxn lands in the wrong transaction", func(s *Scenario) {
 		transformPipeline(s)
 		s.Cluster.TransactionPartitionVerification, s.Cluster.KIP890EpochBumpPerTransaction = false, false

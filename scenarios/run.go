@@ -97,9 +97,12 @@ func Run(s Scenario, o RunOptions) (*Result, error) {
 	}
 	duration := time.Duration(s.Workload.DurationMs) * time.Millisecond
 	start := c.w.Now()
-	if o.Faults != nil {
+	switch {
+	case o.Faults != nil:
 		res.Schedule = *o.Faults
-	} else {
+	case s.FaultsSchedule != "":
+		res.Schedule, _ = faults.ParseSchedule(s.FaultsSchedule) // checked by Validate
+	default:
 		res.Schedule = faults.Generate(c.w.Rand("nemesis"), class, c.nemesisOptions(wl.topics(), duration))
 	}
 	inst, err := faults.Install(c.w, res.Schedule, c, start)

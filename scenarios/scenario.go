@@ -30,6 +30,11 @@ type Scenario struct {
 	// FaultsRate multiplies the nemesis's fault rates (1: its default
 	// mix of one fault every 3 to 48 seconds per kind).
 	FaultsRate float64 `json:"faults.rate"`
+	// FaultsSchedule, if set, replaces the nemesis: a fault schedule, one
+	// action per line as `kafkasim shrink` prints them ("+5s cut the
+	// controller <-> the group coordinator of pipeline"), the same on every
+	// seed. For exploring one mechanism on purpose.
+	FaultsSchedule string `json:"faults.schedule,omitempty"`
 	// Expect is the guarantee the configuration claims.
 	Expect checkers.Guarantee `json:"expect"`
 	// Refutes, for a weak twin, is the guarantee its sibling claims and
@@ -331,6 +336,11 @@ func (s Scenario) Validate() error {
 	}
 	if s.FaultsRate <= 0 || s.FaultsRate > 20 {
 		return bad("faults.rate %v outside (0, 20]", s.FaultsRate)
+	}
+	if s.FaultsSchedule != "" {
+		if _, err := faults.ParseSchedule(s.FaultsSchedule); err != nil {
+			return bad("faults.schedule: %v", err)
+		}
 	}
 	if _, err := checkers.ParseGuarantee(string(s.Expect)); err != nil {
 		return bad("expect: %v", err)

@@ -38,6 +38,7 @@ func TestBadScenarioFilesAreRefusedWithOneClearLine(t *testing.T) {
 		{`{"name": "x", "workload": {"kind": "produce-only"}, "expect": "none", "faults": "meteor"}`, `meteor`},
 		{`{"name": "x", "workload": {"kind": "consume-process-sink"}, "expect": "none"}`, `workload.commit ""`},
 		{`not json`, `malformed JSON`},
+		{`{"name": "x", "workload": {"kind": "produce-only"}, "expect": "none", "faults.schedule": "+1s explode b1"}`, `faults.schedule`},
 	} {
 		_, err := Parse([]byte(c.file))
 		require.Error(t, err, c.file)
@@ -68,4 +69,16 @@ func TestRoundTripThroughJSON(t *testing.T) {
 		require.NoError(t, err, s.Name)
 		require.Equal(t, s, back)
 	}
+}
+
+func TestAHandWrittenScheduleReplacesTheNemesis(t *testing.T) {
+	s, err := Parse([]byte(`{"name": "one-cut", "workload": {"kind": "produce-only", "messages": 20},
+	  "expect": "at-least-once", "faults": "network",
+	  "faults.schedule": "+2s isolate leader of input/0\n+8s heal"}`))
+	require.NoError(t, err)
+	r, err := Run(s, RunOptions{Seed: 3})
+	require.NoError(t, err)
+	require.Len(t, r.Schedule, 2)
+	require.Equal(t, "+2s isolate leader of input/0", r.Schedule[0].String())
+	require.True(t, r.Holds, "%s", r.Summary())
 }
