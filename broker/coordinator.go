@@ -375,22 +375,13 @@ func (c *coordinator) handleOffsetCommit(r *rpc.Request, req *kmsg.OffsetCommitR
 		return
 	}
 	g := c.group(req.Group)
-	now := b.e.Now()
-	var recs []record.Record
-	var tps []metadata.TopicPartition
-	var vals []committedOffset
+	ob := offsetBatch{group: req.Group, now: b.e.Now()}
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
-			tp := metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
-			o := committedOffset{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch}
-			if rp.Metadata != nil {
-				o.Metadata = *rp.Metadata
-			}
-			recs = append(recs, record.Record{Key: encodeOffsetKey(req.Group, tp), Value: encodeOffsetValue(o, now)})
-			tps = append(tps, tp)
-			vals = append(vals, o)
+			ob.add(rt.Topic, rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata)
 		}
 	}
+	recs, tps, vals := ob.recs, ob.tps, ob.vals
 	for _, tp := range tps {
 		g.pendingCommits[tp]++
 	}
@@ -407,6 +398,27 @@ func (c *coordinator) handleOffsetCommit(r *rpc.Request, req *kmsg.OffsetCommitR
 		fill(code)
 		r.Respond(resp)
 	})
+}
+
+// offsetBatch gathers the records of one offset commit (plain or
+// transactional) with the partitions and values they carry.
+type offsetBatch struct {
+	group string
+	now   env.Time
+	recs  []record.Record
+	tps   []metadata.TopicPartition
+	vals  []committedOffset
+}
+
+func (ob *offsetBatch) add(topic string, partition int32, offset int64, leaderEpoch int32, meta *string) {
+	tp := metadata.TopicPartition{Topic: topic, Partition: partition}
+	o := committedOffset{Offset: offset, LeaderEpoch: leaderEpoch}
+	if meta != nil {
+		o.Metadata = *meta
+	}
+	ob.recs = append(ob.recs, record.Record{Key: encodeOffsetKey(ob.group, tp), Value: encodeOffsetValue(o, ob.now)})
+	ob.tps = append(ob.tps, tp)
+	ob.vals = append(ob.vals, o)
 }
 
 // appendCommitted appends records to an internal partition as leader and

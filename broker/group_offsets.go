@@ -137,22 +137,13 @@ func (c *coordinator) handleTxnOffsetCommit(r *rpc.Request, req *kmsg.TxnOffsetC
 
 func (c *coordinator) writeTxnOffsets(p *partition, req *kmsg.TxnOffsetCommitRequest, respond func(int16)) {
 	g := c.group(req.Group)
-	now := c.b.e.Now()
-	var recs []record.Record
-	var tps []metadata.TopicPartition
-	var vals []committedOffset
+	ob := offsetBatch{group: req.Group, now: c.b.e.Now()}
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
-			tp := metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}
-			o := committedOffset{Offset: rp.Offset, LeaderEpoch: rp.LeaderEpoch}
-			if rp.Metadata != nil {
-				o.Metadata = *rp.Metadata
-			}
-			recs = append(recs, record.Record{Key: encodeOffsetKey(req.Group, tp), Value: encodeOffsetValue(o, now)})
-			tps = append(tps, tp)
-			vals = append(vals, o)
+			ob.add(rt.Topic, rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata)
 		}
 	}
+	recs, tps, vals := ob.recs, ob.tps, ob.vals
 	if len(recs) == 0 {
 		respond(0)
 		return

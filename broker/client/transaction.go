@@ -150,14 +150,9 @@ type GroupMetadata struct {
 // passed (InitTransactions may be called again) or a fatal error.
 func (p *Producer) InitTransactions(done func(error)) {
 	t := p.txn
-	var refuse error
+	refuse := p.txnUsable()
 	switch {
-	case t == nil:
-		refuse = ErrNotTransactional
-	case p.closed:
-		refuse = ErrProducerClosed
-	case p.fatal != nil:
-		refuse = p.fatal
+	case refuse != nil:
 	case t.state != txnUninitialized:
 		refuse = t.stateErr("InitTransactions")
 	}
@@ -182,13 +177,10 @@ func (p *Producer) InitTransactions(done func(error)) {
 // coordinator hears of it with the first partition added).
 func (p *Producer) BeginTransaction() error {
 	t := p.txn
+	if err := p.txnUsable(); err != nil {
+		return err
+	}
 	switch {
-	case t == nil:
-		return ErrNotTransactional
-	case p.closed:
-		return ErrProducerClosed
-	case p.fatal != nil:
-		return p.fatal
 	case t.state != txnReady:
 		return t.stateErr("BeginTransaction")
 	}
@@ -328,14 +320,9 @@ func (t *transactions) txnOffsetCommitRequest(offsets map[TopicPartition]OffsetA
 // Info that is not fatal, CommitTransaction may be called again.
 func (p *Producer) CommitTransaction(done func(error)) {
 	t := p.txn
-	var refuse error
+	refuse := p.txnUsable()
 	switch {
-	case t == nil:
-		refuse = ErrNotTransactional
-	case p.closed:
-		refuse = ErrProducerClosed
-	case p.fatal != nil:
-		refuse = p.fatal
+	case refuse != nil:
 	case t.state == txnAbortableError:
 		refuse = t.lastErr
 	case t.state == txnCommitting && len(t.calls) == 0 && !p.flushing():
@@ -380,14 +367,9 @@ func (p *Producer) CommitTransaction(done func(error)) {
 // consumer to the committed offsets (Committed, Seek): Kafka does not.
 func (p *Producer) AbortTransaction(done func(error)) {
 	t := p.txn
-	var refuse error
+	refuse := p.txnUsable()
 	switch {
-	case t == nil:
-		refuse = ErrNotTransactional
-	case p.closed:
-		refuse = ErrProducerClosed
-	case p.fatal != nil:
-		refuse = p.fatal
+	case refuse != nil:
 	case t.state == txnAborting && len(t.calls) == 0 && t.idle == nil:
 		// A retry after max.block.ms.
 	case t.state != txnInTransaction && t.state != txnAbortableError:
@@ -432,13 +414,13 @@ func (t *transactions) stateErr(op string) error {
 
 // checkOpen reports why a transaction's operation cannot run now.
 func (t *transactions) checkOpen(op string) error {
-	switch {
-	case t == nil:
+	if t == nil {
 		return ErrNotTransactional
-	case t.p.closed:
-		return ErrProducerClosed
-	case t.p.fatal != nil:
-		return t.p.fatal
+	}
+	if err := t.p.txnUsable(); err != nil {
+		return err
+	}
+	switch {
 	case t.state == txnAbortableError:
 		return t.lastErr
 	case t.state != txnInTransaction:
@@ -1001,3 +983,15 @@ func (p *Producer) adoptIdentity(id identity) {
 
 // flushing reports a Flush still waiting.
 func (p *Producer) flushing() bool { return len(p.flushes) > 0 }
+
+// txnUsable reports why no transactional operation can run at all: the
+// producer is not transactional, is closed, or is fatally failed.
+func (p *Producer) txnUsable() error {
+	switch {
+	case p.txn == nil:
+		return ErrNotTransactional
+	case p.closed:
+		return ErrProducerClosed
+	}
+	return p.fatal
+}

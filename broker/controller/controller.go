@@ -123,28 +123,20 @@ func (c *Controller) tick() {
 }
 
 // fenceBroker fences a broker and moves its leaderships.
-func (c *Controller) fenceBroker(id int32) {
-	c.st.brokers[id].fenced = true
-	var rs []record
-	for _, p := range c.st.partitions() {
-		if q, changed := fence(p, id, c.st.live, c.cfg.UncleanLeaderElection); changed {
-			rs = append(rs, record{Partition: &q})
-			c.logElection("fence", id, p, q)
-		}
-	}
-	if len(rs) > 0 && !c.commit(rs...) {
-		return
-	}
-	c.pushAll()
-}
+func (c *Controller) fenceBroker(id int32) { c.setFenced(id, true, "fence", fence) }
 
-func (c *Controller) unfenceBroker(id int32) {
-	c.st.brokers[id].fenced = false
+// unfenceBroker lets a broker back in and elects it where partitions wait.
+func (c *Controller) unfenceBroker(id int32) { c.setFenced(id, false, "unfence", unfence) }
+
+// setFenced records a broker's new fencing state, applies rule to every
+// partition, commits what changed and tells the brokers.
+func (c *Controller) setFenced(id int32, fenced bool, why string, rule func(metadata.Partition, int32, func(int32) bool, bool) (metadata.Partition, bool)) {
+	c.st.brokers[id].fenced = fenced
 	var rs []record
 	for _, p := range c.st.partitions() {
-		if q, changed := unfence(p, id, c.st.live, c.cfg.UncleanLeaderElection); changed {
+		if q, changed := rule(p, id, c.st.live, c.cfg.UncleanLeaderElection); changed {
 			rs = append(rs, record{Partition: &q})
-			c.logElection("unfence", id, p, q)
+			c.logElection(why, id, p, q)
 		}
 	}
 	if len(rs) > 0 && !c.commit(rs...) {
