@@ -16,8 +16,16 @@ type Env interface {
 	// Name is the address other processes dial to reach this one.
 	Name() string
 
-	// Now is the node's local clock. It may be skewed relative to other nodes.
+	// Now is the node's monotonic clock, for timeouts and delays (Java's
+	// System.nanoTime, Kafka's Time.nanoseconds): it never steps, though it
+	// may run fast or slow. Timers run on it. Its readings are comparable
+	// only within one node.
 	Now() Time
+	// WallClock is the node's wall clock, for timestamps and the expiries
+	// Kafka measures on it (System.currentTimeMillis, Kafka's
+	// Time.milliseconds): it may be skewed relative to other nodes and may
+	// step forward or back at any moment.
+	WallClock() Time
 
 	// AfterFunc runs f on this process's event loop once d has passed on the
 	// local clock. A crash discards every pending timer.

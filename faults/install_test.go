@@ -100,13 +100,19 @@ func TestSkewMovesTheNodesClockAndHealAllPutsItBack(t *testing.T) {
 	w := world(t, 1, o)
 	in, start := install(t, w, mustParse(t, "+1s skew b1 by -3s\n+2s skew b1 by +1s\n+2s drift b2 by +100000ppm"), nil)
 	at(t, w, start, 2*time.Second)
-	require.Equal(t, w.Now().Add(-2*time.Second), probeOf(w, "b1").e.Now())
+	b1, b2 := probeOf(w, "b1").e, probeOf(w, "b2").e
+	require.Equal(t, w.Now().Add(-2*time.Second), b1.WallClock())
+	require.Equal(t, w.Now(), b1.Now(), "a skew steps the wall clock, never the monotonic one")
 	at(t, w, start, 12*time.Second)
-	require.Equal(t, w.Now().Add(time.Second), probeOf(w, "b2").e.Now(), "10%% fast for 10 s")
+	require.Equal(t, w.Now().Add(time.Second), b2.Now(), "10%% fast for 10 s")
+	require.Equal(t, w.Now().Add(time.Second), b2.WallClock(), "drift moves both clocks")
 	in.HealAll(nodesOf(o))
-	require.Equal(t, w.Now(), probeOf(w, "b1").e.Now(), "skew undone")
+	require.Equal(t, w.Now(), b1.WallClock(), "skew undone")
+	require.Equal(t, w.Now(), b2.WallClock(), "drift's gain undone on the wall clock")
+	mono := b2.Now()
 	at(t, w, start, 22*time.Second)
-	require.Equal(t, w.Now(), probeOf(w, "b2").e.Now(), "drift stopped and its gain undone: the clock is back on world time")
+	require.Equal(t, mono.Add(10*time.Second), b2.Now(), "drift stopped; the monotonic clock keeps its gain and never steps back")
+	require.Equal(t, w.Now(), b2.WallClock())
 }
 
 func TestDelayFrameHoldsBackTheMatchingRequestOnly(t *testing.T) {

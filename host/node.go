@@ -418,7 +418,8 @@ var _ env.Env = (*nodeEnv)(nil)
 
 func (e *nodeEnv) Name() string { return e.addr }
 
-func (e *nodeEnv) Now() env.Time { return (*Node)(e).now() }
+func (e *nodeEnv) Now() env.Time       { return (*Node)(e).now() }
+func (e *nodeEnv) WallClock() env.Time { return env.Time(time.Now().UnixNano()) }
 
 // now is the wall clock at boot plus the monotonic time since: it cannot
 // jump when the system clock is stepped, so deadlines computed from it agree

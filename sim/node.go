@@ -193,16 +193,17 @@ func (n *Node) Resume() {
 	n.held = nil
 }
 
-// SkewClock moves the node's clock by d (forward or back) at once, as a
-// misconfigured NTP step does. Timers are unaffected: they run on elapsed
-// time, like a monotonic clock.
+// SkewClock steps the node's wall clock by d (forward or back) at once, as
+// a misconfigured NTP step does. Its monotonic clock, and so its timers,
+// are unaffected.
 func (n *Node) SkewClock(d time.Duration) {
 	n.clock.skew += d
 	n.w.trace.node(traceSkew, n, nil, uint64(d))
 }
 
-// DriftClock makes the node's clock run fast (ppm > 0) or slow (ppm < 0) by
-// ppm parts per million from now on; its timers stretch or shrink with it.
+// DriftClock makes the node's clocks (monotonic and wall alike) run fast
+// (ppm > 0) or slow (ppm < 0) by ppm parts per million from now on; its
+// timers stretch or shrink with it.
 // |ppm| is capped at 100,000 (10%).
 func (n *Node) DriftClock(ppm int64) {
 	n.clock.setDrift(n.w.now, max(-100_000, min(100_000, ppm)))
@@ -306,17 +307,21 @@ func (n *Node) run(f func()) {
 	n.w.current = nil
 }
 
-// now is the node's local clock reading.
-func (n *Node) now() env.Time { return n.clock.local(n.w.now) }
+// now is the node's monotonic clock reading; wallClock its wall clock's.
+func (n *Node) now() env.Time       { return n.clock.monotonic(n.w.now) }
+func (n *Node) wallClock() env.Time { return n.clock.wall(n.w.now) }
 
-// ResetClock puts the node's clock back on world time: no skew, no drift.
+// ResetClock puts the node's wall clock back on world time and stops its
+// drift. Its monotonic clock stops drifting but keeps what it gained: a
+// monotonic clock never steps.
 func (n *Node) ResetClock() {
-	n.clock = clock{}
+	n.clock.setDrift(n.w.now, 0)
+	n.clock.skew = -n.clock.drift
 	n.w.trace.node(traceSkew, n, nil, 0)
 }
 
-// ClockOffset is how far the node's clock is from world time now.
-func (n *Node) ClockOffset() time.Duration { return n.clock.local(n.w.now).Sub(n.w.now) }
+// ClockOffset is how far the node's wall clock is from world time now.
+func (n *Node) ClockOffset() time.Duration { return n.wallClock().Sub(n.w.now) }
 
 // ClearDiskFaults disarms the node's pending sync and read failures.
 func (n *Node) ClearDiskFaults() {

@@ -153,11 +153,12 @@ func TestTimersFireInDeadlineOrderAtTheirTime(t *testing.T) {
 	require.Equal(t, start.Add(30*time.Millisecond), at[3])
 }
 
-func TestSkewMovesTheLocalClockNotTheTimers(t *testing.T) {
+func TestSkewStepsTheWallClockNotTheMonotonicClockNorTheTimers(t *testing.T) {
 	w, a, _ := twoNodes(5)
-	before := a().e.Now()
+	before, wall := a().e.Now(), a().e.WallClock()
 	w.Node("a").SkewClock(-time.Hour)
-	require.Equal(t, before.Add(-time.Hour), a().e.Now())
+	require.Equal(t, wall.Add(-time.Hour), a().e.WallClock())
+	require.Equal(t, before, a().e.Now(), "the monotonic clock never steps")
 	fired := false
 	w.Node("a").Exec(func() { a().e.AfterFunc(time.Second, func() { fired = true }) })
 	require.NoError(t, w.RunFor(time.Second+time.Microsecond))
@@ -174,6 +175,39 @@ func TestDriftStretchesLocalTime(t *testing.T) {
 	require.NoError(t, w.RunFor(time.Second))
 	require.Equal(t, before.Add(1100*time.Millisecond), a().e.Now(), "a fast clock reads 1.1 s after 1 s")
 	require.Equal(t, start.Add(100*time.Millisecond), firedAt, "a 110 ms local timer is 100 ms of world time")
+}
+
+// A process that waits for a deadline by re-arming a timer for what is
+// left (as the rpc client's redial backoff does) must see its clock reach
+// the deadline: on a fast clock a 1 ns timer once took 0 ns of world time,
+// the clock never moved, and the world died of a livelock.
+func TestATimerOnAFastClockAlwaysLetsTimeMove(t *testing.T) {
+	w, a, _ := twoNodes(8)
+	w.Node("a").DriftClock(20_000)
+	var deadline env.Time
+	fires := 0
+	var wait func()
+	wait = func() {
+		fires++
+		if left := deadline.Sub(a().e.Now()); left > 0 {
+			a().e.AfterFunc(left, wait)
+		}
+	}
+	w.Node("a").Exec(func() {
+		deadline = a().e.Now().Add(time.Nanosecond)
+		a().e.AfterFunc(time.Nanosecond, wait)
+	})
+	require.NoError(t, w.RunFor(time.Millisecond))
+	require.LessOrEqual(t, fires, 2)
+	require.False(t, a().e.Now().Before(deadline))
+	for _, ppm := range []int64{-100_000, -1, 1, 999, 100_000} {
+		c := clock{driftPPM: ppm}
+		for _, d := range []time.Duration{1, 2, 3, 999, 1_000_001, time.Second} {
+			wd := c.worldDuration(d)
+			require.Positive(t, wd)
+			require.GreaterOrEqual(t, scale(wd, 1_000_000+ppm, 1_000_000), d, "ppm %d: a %v timer fires before its clock reads %v", ppm, d, d)
+		}
+	}
 }
 
 func TestPanicInProcessStopsTheWorldWithTheNode(t *testing.T) {
@@ -231,7 +265,11 @@ func TestResetClockUndoesSkewAndDrift(t *testing.T) {
 	w.Node("a").DriftClock(50_000)
 	require.NoError(t, w.RunFor(time.Second))
 	require.NotZero(t, w.Node("a").ClockOffset())
+	mono := a().e.Now()
 	w.Node("a").ResetClock()
 	require.Zero(t, w.Node("a").ClockOffset())
-	require.Equal(t, w.Now(), a().e.Now())
+	require.Equal(t, w.Now(), a().e.WallClock())
+	require.Equal(t, mono, a().e.Now(), "the monotonic clock does not step back")
+	require.NoError(t, w.RunFor(time.Second))
+	require.Equal(t, mono.Add(time.Second), a().e.Now(), "and no longer drifts")
 }

@@ -18,8 +18,9 @@ var _ env.Env = (*nodeEnv)(nil)
 
 func (e *nodeEnv) live() bool { return e.n.inc == e.inc && e.n.state == nodeRunning }
 
-func (e *nodeEnv) Name() string  { return e.n.name }
-func (e *nodeEnv) Now() env.Time { return e.n.now() }
+func (e *nodeEnv) Name() string        { return e.n.name }
+func (e *nodeEnv) Now() env.Time       { return e.n.now() }
+func (e *nodeEnv) WallClock() env.Time { return e.n.wallClock() }
 
 func (e *nodeEnv) AfterFunc(d time.Duration, f func()) env.TimerID {
 	n := e.n

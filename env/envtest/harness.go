@@ -78,6 +78,7 @@ var cases = []testCase{
 	{"TimersFireNoSoonerThanTheirDelayInDeadlineOrder", inOneWorld(testTimersFireInDeadlineOrder)},
 	{"CancelReportsWhetherTheTimerWasPending", inOneWorld(testCancelReportsWhetherPending)},
 	{"CancelStopsATimerAlreadyDue", inOneWorld(testCancelStopsATimerAlreadyDue)},
+	{"WallClockMovesWithTheMonotonicClock", inOneWorld(testWallClockMovesWithTheMonotonicClock)},
 	{"DialConnectsBothEnds", inOneWorld(testDialConnectsBothEnds)},
 	{"FramesArriveWholeAndInOrderBothWays", inOneWorld(testFramesArriveWholeAndInOrder)},
 	{"FramesSentBeforeConnectedFollowTheHandshake", inOneWorld(testFramesSentBeforeConnected)},

@@ -115,3 +115,26 @@ func testCancelStopsATimerAlreadyDue(t *testing.T, h Harness) {
 		t.Errorf("journal:\n got %q\nwant %q", got, want)
 	}
 }
+
+// In a healthy world the two clocks agree: the wall clock reads Unix time
+// (after 2020) and, over a timer's delay, moves as far as the monotonic
+// clock does, give or take scheduling.
+func testWallClockMovesWithTheMonotonicClock(t *testing.T, h Harness) {
+	type reading struct{ mono, wall env.Time }
+	var got guarded[[]reading]
+	h.Start(factory(proc{start: func(e env.Env) {
+		got.update(func(r *[]reading) { *r = append(*r, reading{e.Now(), e.WallClock()}) })
+		e.AfterFunc(50*time.Millisecond, func() {
+			got.update(func(r *[]reading) { *r = append(*r, reading{e.Now(), e.WallClock()}) })
+		})
+	}}))
+	waitFor(t, h, "the timer firing", func() bool { return len(got.get()) == 2 })
+	r := got.get()
+	if epoch2020 := env.Time(1_577_836_800 * int64(time.Second)); r[0].wall < epoch2020 {
+		t.Errorf("wall clock reads %v, before 2020: not Unix time", r[0].wall)
+	}
+	mono, wall := r[1].mono.Sub(r[0].mono), r[1].wall.Sub(r[0].wall)
+	if d := wall - mono; d < -20*time.Millisecond || d > 20*time.Millisecond {
+		t.Errorf("over a 50 ms timer the monotonic clock moved %v and the wall clock %v", mono, wall)
+	}
+}
