@@ -10,6 +10,7 @@ import (
 	"github.com/kafkasim/kafkasim/broker/rpc"
 	"github.com/kafkasim/kafkasim/broker/wire"
 	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/probe"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -242,13 +243,21 @@ func (b *Broker) peer(id int32) (*rpc.Client, bool) {
 	return c, true
 }
 
+// haltOnStorageError stops the broker after its disk failed it (a failed
+// fsync or write), as Kafka's LogDirFailureChannel halts a broker whose
+// only log directory failed.
+func (b *Broker) haltOnStorageError(reason string) {
+	b.e.Probe(probe.SyncFailedHalt, b.e.Name())
+	b.e.Halt(reason)
+}
+
 // checkpointTick writes every partition's high watermark, as Kafka does
 // every replica.high.watermark.checkpoint.interval.ms.
 func (b *Broker) checkpointTick() {
 	for _, p := range b.sortedPartitions() {
 		if p.log != nil && p.hw != p.log.HighWatermarkCheckpoint() {
 			if err := p.log.CheckpointHighWatermark(p.hw); err != nil {
-				b.e.Halt(fmt.Sprintf("checkpoint %v: %v", p.tp, err))
+				b.haltOnStorageError(fmt.Sprintf("checkpoint %v: %v", p.tp, err))
 				return
 			}
 		}

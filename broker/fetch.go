@@ -8,6 +8,7 @@ import (
 	"github.com/kafkasim/kafkasim/broker/metadata"
 	"github.com/kafkasim/kafkasim/broker/rpc"
 	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/probe"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -152,6 +153,7 @@ func (b *Broker) fetchPartition(pr *kmsg.FetchResponseTopicPartition, tp metadat
 			pr.ErrorCode = kerr.OffsetOutOfRange.Code
 		case errors.Is(err, log.ErrCorruptMessage):
 			b.e.Log("corrupt-batch", "partition", tp.String(), "error", err.Error())
+			b.e.Probe(probe.CorruptBatchDetected, tp.String())
 			pr.ErrorCode = kerr.KafkaStorageError.Code
 		default:
 			b.e.Halt(err.Error())
@@ -196,6 +198,9 @@ func (b *Broker) recordFollowerFetch(replica int32, req *kmsg.FetchRequest) {
 			}
 			leo := p.log.LogEndOffset()
 			fetchOffset := min(rp.FetchOffset, leo)
+			if !p.state.InISR(replica) && fetchOffset < p.hw {
+				b.e.Probe(probe.FollowerFetchOutOfSync, p.tp.String())
+			}
 			switch {
 			case fetchOffset >= leo:
 				f.lastCaughtUp = max(f.lastCaughtUp, now)

@@ -6,6 +6,7 @@ import (
 	"github.com/kafkasim/kafkasim/broker/log"
 	"github.com/kafkasim/kafkasim/broker/metadata"
 	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/probe"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -172,7 +173,7 @@ func (f *fetcher) sendOffsetForLeaderEpoch(states []*fetchState) {
 // undefined answer falls back to the high watermark.
 func (f *fetcher) truncateByEpoch(p *partition, epoch int32, end int64) error {
 	if epoch < 0 || end < 0 {
-		_, err := p.truncateTo(p.hw, "leader has no epoch at or below ours: to high watermark")
+		_, err := p.truncateTo(p.hw, probe.FollowerTruncatedToHighWatermark, "leader has no epoch at or below ours: to high watermark")
 		return err
 	}
 	target := end
@@ -181,7 +182,7 @@ func (f *fetcher) truncateByEpoch(p *partition, epoch int32, end int64) error {
 	} else {
 		target = min(target, p.hw)
 	}
-	_, err := p.truncateTo(min(target, p.log.LogEndOffset()), "leader epoch")
+	_, err := p.truncateTo(min(target, p.log.LogEndOffset()), probe.FollowerTruncatedByEpoch, "leader epoch")
 	return err
 }
 
@@ -227,7 +228,7 @@ func (f *fetcher) sendFetch(states []*fetchState) {
 					continue
 				}
 				if err := f.handlePartition(s, rp); err != nil {
-					b.e.Halt(err.Error())
+					b.haltOnStorageError(err.Error())
 					return
 				}
 			}
@@ -243,7 +244,7 @@ func (f *fetcher) handlePartition(s *fetchState, rp kmsg.FetchResponseTopicParti
 		// Our log runs past the leader's: without epochs this is how a
 		// follower learns it must cut (the old, lossy path).
 		if rp.HighWatermark >= 0 && p.log.LogEndOffset() > rp.HighWatermark {
-			if _, err := p.truncateTo(rp.HighWatermark, "offset out of range at leader"); err != nil {
+			if _, err := p.truncateTo(rp.HighWatermark, probe.FollowerTruncatedToHighWatermark, "offset out of range at leader"); err != nil {
 				return err
 			}
 			return nil
@@ -262,6 +263,9 @@ func (f *fetcher) handlePartition(s *fetchState, rp kmsg.FetchResponseTopicParti
 				return err
 			}
 			p.b.e.Log("follower-append-refused", "partition", p.tp.String(), "error", err.Error())
+			if errorIs(err, log.ErrCorruptMessage) {
+				p.b.e.Probe(probe.CorruptBatchDetected, p.tp.String())
+			}
 			f.backoff(s)
 			return nil
 		}

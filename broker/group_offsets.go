@@ -9,6 +9,7 @@ import (
 	"github.com/kafkasim/kafkasim/broker/record"
 	"github.com/kafkasim/kafkasim/broker/rpc"
 	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/probe"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -22,6 +23,18 @@ import (
 // while the group awaits its leader's assignment is told
 // REBALANCE_IN_PROGRESS.
 func (c *coordinator) validateOffsetCommit(g *group, memberID string, generation int32, transactional bool, version int16) int16 {
+	code := c.offsetCommitFence(g, memberID, generation, transactional, version)
+	if code == kerr.UnknownMemberID.Code || code == kerr.IllegalGeneration.Code {
+		group := ""
+		if g != nil {
+			group = g.id
+		}
+		c.b.e.Probe(probe.MemberFenced, group)
+	}
+	return code
+}
+
+func (c *coordinator) offsetCommitFence(g *group, memberID string, generation int32, transactional bool, version int16) int16 {
 	if g == nil {
 		switch {
 		case generation < 0:

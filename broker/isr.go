@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/kafkasim/kafkasim/probe"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -51,6 +53,9 @@ func (p *partition) maybeExpandISR(r int32) {
 	slices.Sort(isr)
 	p.b.e.Log("isr-expand", "partition", p.tp.String(), "in", r, "isr", fmt.Sprint(isr))
 	p.proposeISR(isr)
+	if p.pendingISR != nil {
+		p.b.e.Probe(probe.ISRExpansionPending, p.tp.String())
+	}
 }
 
 // epochStartOffset is where the leader's current epoch begins in its log.
@@ -115,6 +120,9 @@ func (p *partition) proposeISR(isr []int32) {
 			ps.ISR = slices.Clone(got.ISR)
 			ps.PartitionEpoch = got.PartitionEpoch
 			p.state = ps
+			if len(ps.ISR) == 1 && len(ps.Replicas) > 1 {
+				b.e.Probe(probe.ISRShrunkToLeader, p.tp.String())
+			}
 			p.maybeAdvanceHighWatermark()
 		}
 	})

@@ -3,10 +3,12 @@ package broker
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/kafkasim/kafkasim/broker/log"
 	"github.com/kafkasim/kafkasim/broker/metadata"
 	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/probe"
 )
 
 type role uint8
@@ -93,6 +95,9 @@ func (b *Broker) openPartition(ps metadata.Partition) (*partition, error) {
 	}
 	if r := l.Recovery(); r.TruncatedAt >= 0 {
 		b.e.Log("log-recovery-truncated", "partition", ps.TopicPartition.String(), "at", r.TruncatedAt, "bytes", r.BytesTruncated, "reason", r.Reason)
+		if strings.Contains(r.Reason, "crc") || strings.Contains(r.Reason, "checksum") {
+			b.e.Probe(probe.CorruptBatchDetected, ps.TopicPartition.String())
+		}
 	}
 	p := &partition{b: b, tp: ps.TopicPartition, log: l, hw: l.HighWatermarkCheckpoint()}
 	p.state = metadata.Partition{TopicPartition: ps.TopicPartition, Leader: metadata.NoLeader, LeaderEpoch: -1, PartitionEpoch: -1}
@@ -121,6 +126,7 @@ func (p *partition) becomeLeader(ps metadata.Partition) error {
 		}
 	}
 	b.e.Log("become-leader", "partition", p.tp.String(), "epoch", ps.LeaderEpoch, "leo", p.log.LogEndOffset(), "hw", p.hw, "isr", fmt.Sprint(ps.ISR))
+	b.e.Probe(probe.LeaderElected, p.tp.String())
 	p.failWaiters() // requests parked under the previous epoch
 	p.maybeAdvanceHighWatermark()
 	return nil
@@ -139,7 +145,7 @@ func (p *partition) becomeFollower(ps metadata.Partition) error {
 	p.failWaiters()
 	b.e.Log("become-follower", "partition", p.tp.String(), "leader", ps.Leader, "epoch", ps.LeaderEpoch, "leo", p.log.LogEndOffset(), "hw", p.hw)
 	if !b.cfg.LeaderEpochTruncation {
-		if _, err := p.truncateTo(p.hw, "high watermark (kip101.leader.epoch.truncation=false)"); err != nil {
+		if _, err := p.truncateTo(p.hw, probe.FollowerTruncatedToHighWatermark, "high watermark (kip101.leader.epoch.truncation=false)"); err != nil {
 			return err
 		}
 	} else {
@@ -169,7 +175,9 @@ func (p *partition) updateISR(ps metadata.Partition) {
 	p.maybeAdvanceHighWatermark()
 }
 
-func (p *partition) truncateTo(offset int64, why string) (int64, error) {
+// truncateTo cuts the log at offset; cutting anything hits the probe named
+// by how (follower-truncated-by-epoch or -to-high-watermark).
+func (p *partition) truncateTo(offset int64, how, why string) (int64, error) {
 	before := p.log.LogEndOffset()
 	offset = max(offset, p.log.LogStartOffset())
 	end, err := p.log.TruncateTo(offset)
@@ -178,6 +186,7 @@ func (p *partition) truncateTo(offset int64, why string) (int64, error) {
 	}
 	if end < before {
 		p.b.e.Log("truncate", "partition", p.tp.String(), "from", before, "to", end, "why", why)
+		p.b.e.Probe(how, p.tp.String())
 	}
 	if p.hw > end {
 		p.hw = end

@@ -9,6 +9,7 @@ import (
 	"github.com/kafkasim/kafkasim/broker/metadata"
 	"github.com/kafkasim/kafkasim/broker/rpc"
 	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/probe"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -47,8 +48,15 @@ func (b *Broker) produce(r *rpc.Request, req *kmsg.ProduceRequest, refused map[m
 				tr.Partitions = append(tr.Partitions, pr)
 				continue
 			}
+			unfetched := b.partitions[tp] != nil && b.partitions[tp].followerWithoutFetch()
 			res, code := b.appendAsLeader(tp, rp.Records, req.Acks)
 			pr.ErrorCode = code
+			if p := b.partitions[tp]; p != nil && code == 0 && req.Acks == 1 && p.hw <= res.LastOffset && unfetched {
+				// Answered while a follower has no fetch here to carry
+				// the records: until it asks again, they are on this
+				// replica alone.
+				b.e.Probe(probe.ProduceAcknowledgedBeforeReplication, tp.String())
+			}
 			pr.BaseOffset = res.FirstOffset
 			pr.LogAppendTime = -1
 			if p := b.partitions[tp]; p != nil && code == 0 {
@@ -65,7 +73,7 @@ func (b *Broker) produce(r *rpc.Request, req *kmsg.ProduceRequest, refused map[m
 	case req.Acks == 0:
 		r.NoResponse()
 	case len(d.pending) == 0:
-		r.Respond(resp)
+		b.answerProduce(r, resp)
 	default:
 		d.deadline = b.e.Now().Add(time.Duration(req.TimeoutMillis) * time.Millisecond)
 		if !d.wake() {
@@ -92,13 +100,20 @@ func (b *Broker) appendAsLeader(tp metadata.TopicPartition, records []byte, acks
 	}
 	res, err := p.log.AppendAsLeader(records, p.state.LeaderEpoch)
 	if err != nil {
-		if errors.Is(err, log.ErrKafkaStorage) {
-			b.e.Halt(fmt.Sprintf("append to %v: %v", tp, err))
+		switch {
+		case errors.Is(err, log.ErrKafkaStorage):
+			b.haltOnStorageError(fmt.Sprintf("append to %v: %v", tp, err))
 			return log.AppendResult{FirstOffset: -1}, kerr.KafkaStorageError.Code
+		case errors.Is(err, log.ErrOutOfOrderSequence):
+			b.e.Probe(probe.OutOfOrderSequenceRefused, tp.String())
+		case errors.Is(err, log.ErrInvalidProducerEpoch):
+			b.e.Probe(probe.ProducerFenced, tp.String())
 		}
 		return log.AppendResult{FirstOffset: -1}, errorCode(err)
 	}
-	if !res.Duplicate {
+	if res.Duplicate {
+		b.e.Probe(probe.DuplicateSequenceDropped, tp.String())
+	} else {
 		p.maybeAdvanceHighWatermark() // a leader alone in its ISR commits at once
 		p.wakeWaiters()
 	}
@@ -194,5 +209,44 @@ func (d *delayedProduce) finish() {
 		d.b.e.Cancel(d.timer)
 		d.timer = 0
 	}
-	d.r.Respond(d.resp)
+	d.b.answerProduce(d.r, d.resp)
+}
+
+// answerProduce sends a produce's answer; each partition it reports
+// written hits produce-answered, the moment a lost answer makes the
+// producer retry what is already in the log.
+func (b *Broker) answerProduce(r *rpc.Request, resp *kmsg.ProduceResponse) {
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode == 0 {
+				b.e.Probe(probe.ProduceAnswered, metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}.String())
+			}
+		}
+	}
+	r.Respond(resp)
+}
+
+// followerWithoutFetch reports whether some follower in the ISR has no
+// fetch parked on this leader: records appended now reach it only when it
+// asks again.
+func (p *partition) followerWithoutFetch() bool {
+	if p.role != roleLeader {
+		return false
+	}
+	for _, r := range p.state.ISR {
+		if r == p.b.opts.ID {
+			continue
+		}
+		parked := false
+		for _, w := range p.waiters {
+			if d, ok := w.(*delayedFetch); ok && d.replica == r && !d.answered {
+				parked = true
+				break
+			}
+		}
+		if !parked {
+			return true
+		}
+	}
+	return false
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/kafkasim/kafkasim/broker/metadata"
 	"github.com/kafkasim/kafkasim/broker/record"
 	"github.com/kafkasim/kafkasim/broker/rpc"
+	"github.com/kafkasim/kafkasim/probe"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -162,6 +163,7 @@ func (tc *txnCoordinator) metadataChanged() {
 		for _, id := range sortedStringKeys(tc.txns) {
 			if t := tc.txns[id]; tc.partitionFor(id) == tp && t.State.prepared() {
 				b.e.Log("txn-resume", "id", id, "state", t.State.String(), "pid", t.ProducerID, "epoch", t.ProducerEpoch)
+				b.e.Probe(probe.CoordinatorLoadedPreparedTransaction, id)
 				tc.startMarkers(t)
 			}
 		}
@@ -282,11 +284,12 @@ func fencedCode(version, since int16) int16 {
 }
 
 // checkProducer validates a request's producer id and epoch against t.
-func checkProducer(t *txnMeta, pid int64, epoch int16, fenced int16) int16 {
+func (tc *txnCoordinator) checkProducer(t *txnMeta, pid int64, epoch int16, fenced int16) int16 {
 	switch {
 	case t == nil || pid != t.ProducerID:
 		return kerr.InvalidProducerIDMapping.Code
 	case epoch != t.ProducerEpoch:
+		tc.b.e.Probe(probe.ProducerFenced, t.id)
 		return fenced
 	}
 	return 0
@@ -351,6 +354,7 @@ func (tc *txnCoordinator) initProducer(t *txnMeta, req *kmsg.InitProducerIDReque
 		// bump — also with the epoch just before the last bump, which is
 		// how a producer whose transaction the coordinator timed out
 		// recovers (KIP-588); one presenting another is fenced.
+		tc.b.e.Probe(probe.ProducerFenced, t.id)
 		respond(fencedCode(req.Version, 4), -1, -1)
 		return
 	case t.State == txnOngoing:
@@ -423,6 +427,7 @@ func (tc *txnCoordinator) abortTimedOut() {
 		if _, code := tc.serving(id); code != 0 {
 			continue
 		}
+		tc.b.e.Probe(probe.TransactionTimedOut, id)
 		tc.fence(t, "transaction.timeout.ms", func(int16) {})
 	}
 }
@@ -433,7 +438,7 @@ func (tc *txnCoordinator) addPartitions(id string, pid int64, epoch int16, tps [
 	_, code := tc.serving(id)
 	t := tc.txns[id]
 	if code == 0 {
-		code = checkProducer(t, pid, epoch, fenced)
+		code = tc.checkProducer(t, pid, epoch, fenced)
 	}
 	switch {
 	case code != 0:
@@ -569,7 +574,7 @@ func (tc *txnCoordinator) verifyPartitions(id string, pid int64, epoch int16, tp
 	_, code := tc.serving(id)
 	t := tc.txns[id]
 	if code == 0 {
-		code = checkProducer(t, pid, epoch, kerr.ProducerFenced.Code)
+		code = tc.checkProducer(t, pid, epoch, kerr.ProducerFenced.Code)
 	}
 	if code == 0 && (t.State.prepared() || t.pending.prepared()) {
 		code = kerr.ConcurrentTransactions.Code // ending: ask again
@@ -636,6 +641,7 @@ func (tc *txnCoordinator) handleEndTxn(r *rpc.Request, req *kmsg.EndTxnRequest) 
 		(!req.Commit && (t.State == txnPrepareAbort || t.State == txnCompleteAbort))
 	switch {
 	case req.ProducerEpoch != t.ProducerEpoch && !retry:
+		tc.b.e.Probe(probe.ProducerFenced, t.id)
 		respond(fenced, -1, -1)
 	case t.pending != txnNone:
 		respond(kerr.ConcurrentTransactions.Code, -1, -1)

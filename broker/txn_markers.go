@@ -10,6 +10,7 @@ import (
 	"github.com/kafkasim/kafkasim/broker/record"
 	"github.com/kafkasim/kafkasim/broker/rpc"
 	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/probe"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -60,6 +61,7 @@ func (tc *txnCoordinator) startMarkers(t *txnMeta) {
 		remaining:        slices.Clone(t.Partitions),
 	}
 	t.markers = j
+	tc.b.e.Probe(probe.TransactionPrepared, t.id)
 	j.send()
 }
 
@@ -206,6 +208,9 @@ func (j *markerJob) complete() {
 			if t.markers == j {
 				t.markers = nil
 			}
+			if !j.commit {
+				j.tc.b.e.Probe(probe.TransactionAborted, t.id)
+			}
 		case code == kerr.NotCoordinator.Code || !j.tc.current(t):
 			j.stop()
 		default:
@@ -298,7 +303,7 @@ func (tc *txnCoordinator) appendMarker(tp metadata.TopicPartition, m kmsg.WriteT
 	res, err := p.log.AppendMarker(m.ProducerID, m.ProducerEpoch, marker, p.state.LeaderEpoch, b.e.Now().UnixMilli())
 	if err != nil {
 		if errorIs(err, log.ErrKafkaStorage) {
-			b.e.Halt(fmt.Sprintf("append marker to %v: %v", tp, err))
+			b.haltOnStorageError(fmt.Sprintf("append marker to %v: %v", tp, err))
 			return nil, 0, kerr.KafkaStorageError.Code
 		}
 		b.e.Log("txn-marker-refused", "partition", tp.String(), "pid", m.ProducerID, "epoch", m.ProducerEpoch, "error", err.Error())

@@ -5,6 +5,7 @@ import (
 
 	"github.com/kafkasim/kafkasim/broker/metadata"
 	"github.com/kafkasim/kafkasim/broker/record"
+	"github.com/kafkasim/kafkasim/probe"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -52,9 +53,12 @@ func (tc *txnCoordinator) verifyProduce(req *kmsg.ProduceRequest, done func(refu
 	}
 	tc.verify(*req.TransactionID, need, func(codes map[metadata.TopicPartition]int16) {
 		refused := map[metadata.TopicPartition]int16{}
-		for tp, code := range codes {
-			if code != 0 {
+		for _, tp := range sortedKeys(codes) {
+			if code := codes[tp]; code != 0 {
 				refused[tp] = produceVerificationCode(code)
+				if code == kerr.InvalidTxnState.Code {
+					tc.b.e.Probe(probe.LateBatchRefusedByVerification, tp.String())
+				}
 			}
 		}
 		done(refused)

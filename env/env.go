@@ -59,6 +59,11 @@ type Env interface {
 	// alternating keys and values.
 	Log(msg string, kv ...any)
 
+	// Probe reports that the process reached a named coverage point
+	// (package probe names them) about subject: a partition as "topic/N", a
+	// group, a transactional id. The world counts it; nothing else changes.
+	Probe(name, subject string)
+
 	// Halt stops the process at once, as Kafka halts on an fsync failure:
 	// the node goes down like a crash (the simulator may restart it; in real
 	// mode the process exits). Once Halt returns, the Env is inert: timers,

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kafkasim/kafkasim/probe"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -96,6 +97,10 @@ func (k *Kind) UnmarshalText(b []byte) error {
 //	+7s fail-sync n1 x2                     Target, Count
 //	+7s fail-read n1 x1 under "orders-0/"   Target, Count, Prefix (optional)
 //	+7s corrupt n1 under "orders-0/"        Target, Prefix (optional)
+//
+// Any action may wait for a probe (a trigger, When/On/Within):
+//
+//	+5s when produce-acknowledged-before-replication on input/0 within 3s: isolate the probed node as $1
 type Action struct {
 	// At is when the action fires, measured from the start of the workload.
 	At   time.Duration
@@ -129,6 +134,15 @@ type Action struct {
 	// Tag names the node Target resolved to, so later actions can say "$tag"
 	// (a start undoing this crash hits the node crashed, not today's leader).
 	Tag string
+
+	// When makes the action a trigger: armed at At, it fires right after
+	// the first hit of the probe named When (package probe) about subject
+	// On ("" for any subject) no later than At+Within, so the fault lands
+	// inside the window the probe marks; a probe not hit in time skips the
+	// action. "the probed node" then names the node that hit it.
+	When   string
+	On     string
+	Within time.Duration
 }
 
 func (k Kind) hasTarget() bool { return k != KindPartition && k != KindHeal }
@@ -242,6 +256,23 @@ func (a Action) Validate() error {
 	if a.Tag != "" && (!k.hasTarget() || !validName(a.Tag)) {
 		return bad("bad tag %q", a.Tag)
 	}
+	switch {
+	case a.When == "" && (a.On != "" || a.Within != 0):
+		return bad("a subject or window without a trigger (when)")
+	case a.When != "" && !probe.Known(a.When):
+		return bad("unknown probe %q in trigger (known: %s)", a.When, strings.Join(probe.Names(), ", "))
+	case a.When != "" && a.Within <= 0:
+		return bad("trigger on %s needs a positive window (within), got %v", a.When, a.Within)
+	case a.On != "" && !validName(a.On):
+		return bad("bad trigger subject %q", a.On)
+	}
+	if a.When == "" {
+		for _, t := range a.targets() {
+			if t.Role == RoleProbed {
+				return bad("%q is only for actions with a trigger (when)", t.String())
+			}
+		}
+	}
 	return nil
 }
 
@@ -249,7 +280,15 @@ func (a Action) Validate() error {
 // "+12.5s crash leader of orders/0 as $1".
 func (a Action) String() string {
 	var b strings.Builder
-	b.WriteString("+" + a.At.String() + " " + a.Kind.String())
+	b.WriteString("+" + a.At.String() + " ")
+	if a.When != "" {
+		b.WriteString("when " + a.When)
+		if a.On != "" {
+			b.WriteString(" on " + a.On)
+		}
+		b.WriteString(" within " + a.Within.String() + ": ")
+	}
+	b.WriteString(a.Kind.String())
 	word := func(s string) { b.WriteString(" " + s) }
 	switch a.Kind {
 	case KindPowerLoss:
@@ -330,6 +369,16 @@ func parseAction(line string) (Action, error) {
 	}
 	a.At = at
 	rest = strings.TrimSpace(rest)
+	if clause, ok := strings.CutPrefix(rest, "when "); ok {
+		clause, after, found := strings.Cut(clause, ":")
+		if !found {
+			return a, fmt.Errorf("faults: a trigger reads \"when <probe> [on <subject>] within <duration>: <action>\"")
+		}
+		if err := a.parseTrigger(strings.Fields(clause)); err != nil {
+			return a, err
+		}
+		rest = strings.TrimSpace(after)
+	}
 	kindWord, rest, _ := strings.Cut(rest, " ")
 	if a.Kind, err = ParseKind(kindWord); err != nil {
 		return a, err
@@ -456,6 +505,25 @@ func parseAction(line string) (Action, error) {
 	return a, a.Validate()
 }
 
+// parseTrigger reads "<probe> [on <subject>] within <duration>".
+func (a *Action) parseTrigger(toks []string) error {
+	if len(toks) < 3 || toks[len(toks)-2] != "within" {
+		return fmt.Errorf("faults: a trigger reads \"when <probe> [on <subject>] within <duration>\", got %q", strings.Join(toks, " "))
+	}
+	d, err := time.ParseDuration(toks[len(toks)-1])
+	if err != nil {
+		return fmt.Errorf("faults: bad trigger window %q", toks[len(toks)-1])
+	}
+	a.When, a.Within = toks[0], d
+	switch rest := toks[1 : len(toks)-2]; {
+	case len(rest) == 2 && rest[0] == "on":
+		a.On = rest[1]
+	case len(rest) != 0:
+		return fmt.Errorf("faults: a trigger reads \"when <probe> [on <subject>] within <duration>\", got %q", strings.Join(toks, " "))
+	}
+	return nil
+}
+
 // tokenize splits on spaces, keeping a double-quoted string whole.
 func tokenize(s string) ([]string, error) {
 	var toks []string
@@ -546,6 +614,9 @@ type actionJSON struct {
 	Prefix string     `json:"prefix,omitempty"`
 	Frame  string     `json:"frame,omitempty"`
 	Tag    string     `json:"tag,omitempty"`
+	When   string     `json:"when,omitempty"`
+	On     string     `json:"on,omitempty"`
+	Within string     `json:"within,omitempty"`
 }
 
 // MarshalJSON writes the action as an object such as
@@ -555,7 +626,10 @@ func (a Action) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	j := actionJSON{At: a.At.String(), Kind: a.Kind, Target: a.Target, Peer: a.Peer, Groups: a.Groups,
-		Torn: a.Torn, PPM: a.PPM, Count: a.Count, Prefix: a.Prefix, Frame: a.Frame, Tag: a.Tag}
+		Torn: a.Torn, PPM: a.PPM, Count: a.Count, Prefix: a.Prefix, Frame: a.Frame, Tag: a.Tag, When: a.When, On: a.On}
+	if a.Within != 0 {
+		j.Within = a.Within.String()
+	}
 	if a.For != 0 {
 		j.For = a.For.String()
 	}
@@ -575,12 +649,12 @@ func (a *Action) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("faults: action %s: %s", bytes.TrimSpace(b), bare(err))
 	}
 	v := Action{Kind: j.Kind, Target: j.Target, Peer: j.Peer, Groups: j.Groups, Torn: j.Torn,
-		PPM: j.PPM, Count: j.Count, Prefix: j.Prefix, Frame: j.Frame, Tag: j.Tag}
+		PPM: j.PPM, Count: j.Count, Prefix: j.Prefix, Frame: j.Frame, Tag: j.Tag, When: j.When, On: j.On}
 	var err error
 	for _, d := range []struct {
 		s   string
 		dst *time.Duration
-	}{{j.At, &v.At}, {j.For, &v.For}, {j.By, &v.By}} {
+	}{{j.At, &v.At}, {j.For, &v.For}, {j.By, &v.By}, {j.Within, &v.Within}} {
 		if d.s == "" {
 			continue
 		}

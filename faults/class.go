@@ -161,6 +161,9 @@ func (c Class) Check(s Schedule, o Options) error {
 		if a.At+a.For > o.Duration {
 			return fmt.Errorf("faults: %q outlasts the workload (%v)", a.String(), o.Duration)
 		}
+		if a.At+a.Within > o.Duration {
+			return fmt.Errorf("faults: %q: its trigger window outlasts the workload (%v)", a.String(), o.Duration)
+		}
 	}
 	st := analyze(s)
 	for i, a := range s {
@@ -168,6 +171,9 @@ func (c Class) Check(s Schedule, o Options) error {
 		case KindCrash, KindPowerLoss, KindPause, KindPartition, KindIsolate, KindCut, KindCutOneWay:
 			if st.closedBy[i] < 0 {
 				return fmt.Errorf("faults: %q is never undone", a.String())
+			}
+			if u := s[st.closedBy[i]]; a.When != "" && u.At < a.At+a.Within {
+				return fmt.Errorf("faults: %q is undone by %q before its trigger window ends", a.String(), u.String())
 			}
 		}
 	}

@@ -39,20 +39,26 @@ func ExampleGenerate() {
 		Controller: "controller",
 		Clients:    []string{"producer"},
 		Partitions: []faults.TopicPartition{{Topic: "orders", Partition: 0}},
+		Triggers:   []faults.Trigger{{Probe: "produce-acknowledged-before-replication", On: "orders/0"}},
 	}
 	class := faults.MustParseClass("crash,network")
-	s := faults.Generate(env.NewRand(1).Fork("faults"), class, o)
+	s := faults.Generate(env.NewRand(8).Fork("faults"), class, o)
 	fmt.Print(s)
 	fmt.Println(class.Check(s, o))
 	// Output:
-	// +200ms clog a random broker for 1s
-	// +4.9s partition [b3]
-	// +9.6s reset leader of orders/0
-	// +15s reset leader of orders/0
-	// +17.4s clog a follower of orders/0 for 700ms
-	// +21.3s heal
-	// +23.3s partition [b1, producer] [b2, b3, controller]
-	// +25.4s reset the controller
+	// +200ms cut-one-way the controller -> leader of orders/0
+	// +2.7s heal
+	// +2.9s partition [leader of orders/0, producer]
+	// +11.5s heal
+	// +11.7s cut-one-way a follower of orders/0 -> b2
+	// +18.7s heal
+	// +18.7s when produce-acknowledged-before-replication on orders/0 within 700ms: reset the probed node
+	// +19.5s when produce-acknowledged-before-replication on orders/0 within 1.1s: reset the probed node
+	// +20.8s when produce-acknowledged-before-replication on orders/0 within 3s: reset the probed node
+	// +24s restart the controller
+	// +24.2s when produce-acknowledged-before-replication on orders/0 within 2.1s: crash the probed node as $1
+	// +27.5s start $1
+	// +27.6s isolate leader of orders/0
 	// +29.9s heal
 	// <nil>
 }

@@ -1,6 +1,8 @@
 package faults
 
 import (
+	"time"
+
 	"pgregory.net/rapid"
 )
 
@@ -10,10 +12,10 @@ func (c rapidChooser) intn(n int) int { return rapid.IntRange(0, n-1).Draw(c.t, 
 
 // Gen is a rapid generator of schedules of class c for the run o. A
 // schedule is drawn as data — a list of faults, each a few small choices
-// (which fault, when, how long, which role) — and then fitted to the
-// class's promises exactly as Generate's are, so a failing property
-// shrinks toward fewer faults, earlier and shorter, aimed at the first
-// role: CHECKING.md found that drawing choices, not a seed, is what lets
+// (which fault, the quiet gap before it, how long, which role) — and then
+// paced and fitted to the class's promises exactly as Generate's are, so a
+// failing property shrinks toward fewer faults, earlier and shorter, aimed
+// at the first role: CHECKING.md found that drawing choices, not a seed, is what lets
 // rapid shrink a simulation to one leader crash.
 func Gen(c Class, o Options) *rapid.Generator[Schedule] {
 	o = o.withDefaults()
@@ -31,15 +33,21 @@ func Gen(c Class, o Options) *rapid.Generator[Schedule] {
 			}
 			return out
 		})
-		lastTick := int(o.Duration / tick)
-		eps := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) episode {
+		type drawn struct {
+			e   episode
+			gap time.Duration
+		}
+		ds := rapid.SliceOfN(rapid.Custom(func(t *rapid.T) drawn {
 			ch := rapidChooser{t}
 			f := g.feats[ch.intn(len(g.feats))]
-			at := ticks(ch, 0, lastTick)
-			e := f.draw(g, ch)
-			e.at = at
-			return e
+			gap := ticks(ch, 0, 80)
+			return drawn{f.draw(g, ch), gap}
 		}), 0, o.EpisodesMax).Draw(t, "faults")
-		return g.assemble(eps)
+		var eps []episode
+		var gaps []time.Duration
+		for _, d := range ds {
+			eps, gaps = chain(eps, gaps, d.e, d.gap)
+		}
+		return g.pace(eps, gaps)
 	})
 }

@@ -53,6 +53,13 @@ type Installation struct {
 	tags   map[string]string
 	fired  []Fired
 	onFire func(Fired)
+	armed  []*armed // triggers waiting for their probe, in arming order
+}
+
+// armed is a triggered action between its At and its window's end.
+type armed struct {
+	a    Action
+	done bool
 }
 
 // Install schedules every action of s on w at start+At (actions whose time
@@ -70,7 +77,7 @@ func Install(w *sim.World, s Schedule, res Resolver, start env.Time) (*Installat
 			if t.Role == RoleNode && w.Node(t.Name) == nil {
 				return nil, fmt.Errorf("faults: %q names node %s, which the world does not have", a.String(), t.Name)
 			}
-			if t.IsRole() && res == nil {
+			if t.IsRole() && t.Role != RoleProbed && res == nil {
 				return nil, fmt.Errorf("faults: %q needs a Resolver for %q", a.String(), t.String())
 			}
 		}
@@ -79,10 +86,54 @@ func Install(w *sim.World, s Schedule, res Resolver, start env.Time) (*Installat
 		w: w, res: res, rand: w.Rand("faults/resolve"),
 		tags: map[string]string{},
 	}
+	triggers := false
 	for _, a := range s.Sorted() {
-		w.At(start.Add(a.At), func() { in.fire(a) })
+		if a.When == "" {
+			w.At(start.Add(a.At), func() { in.fire(a, "") })
+			continue
+		}
+		triggers = true
+		w.At(start.Add(a.At), func() { in.arm(a) })
+	}
+	if triggers {
+		w.OnProbe(in.probeHit)
 	}
 	return in, nil
+}
+
+// arm starts waiting for a's probe; if it is not hit within a.Within, a is
+// recorded as skipped.
+func (in *Installation) arm(a Action) {
+	t := &armed{a: a}
+	in.armed = append(in.armed, t)
+	in.w.Trace().Note("faults: armed " + a.String())
+	in.w.After(a.Within, func() {
+		if t.done {
+			return
+		}
+		t.done = true
+		in.disarm()
+		in.record(Fired{At: in.w.Now(), Action: a, Skipped: fmt.Sprintf("%s not hit within %v", a.When, a.Within)})
+	})
+}
+
+// probeHit fires every armed trigger the hit matches, each right after the
+// event that hit it, in the order they were armed.
+func (in *Installation) probeHit(h sim.ProbeHit) {
+	for _, t := range in.armed {
+		if t.done || h.Name != t.a.When || (t.a.On != "" && h.Subject != t.a.On) {
+			continue
+		}
+		t.done = true
+		a, node := t.a, h.Node
+		in.w.At(in.w.Now(), func() { in.fire(a, node) })
+	}
+	in.disarm()
+}
+
+// disarm drops the triggers that fired or expired.
+func (in *Installation) disarm() {
+	in.armed = slices.DeleteFunc(in.armed, func(t *armed) bool { return t.done })
 }
 
 // OnFire calls f with each action as it fires, after it is recorded.
@@ -91,11 +142,17 @@ func (in *Installation) OnFire(f func(Fired)) { in.onFire = f }
 // Fired lists the actions that have fired so far, in order.
 func (in *Installation) Fired() []Fired { return slices.Clone(in.fired) }
 
-// resolve finds the node t names now.
-func (in *Installation) resolve(t Target) (string, string) {
+// resolve finds the node t names now; probed is the node whose probe hit
+// fired the action ("" if none did).
+func (in *Installation) resolve(t Target, probed string) (string, string) {
 	switch t.Role {
 	case RoleNode:
 		return t.Name, ""
+	case RoleProbed:
+		if probed == "" {
+			return "", "the probe was hit by no node"
+		}
+		return probed, ""
 	case RoleTag:
 		n, ok := in.tags[t.Name]
 		if !ok {
@@ -113,12 +170,16 @@ func (in *Installation) resolve(t Target) (string, string) {
 	return n, ""
 }
 
-func (in *Installation) fire(a Action) {
+func (in *Installation) fire(a Action, probed string) {
 	f := Fired{At: in.w.Now(), Action: a}
-	f.Skipped = in.apply(a, &f)
+	f.Skipped = in.apply(a, probed, &f)
 	if f.Skipped == "" && a.Tag != "" {
 		in.tags[a.Tag] = f.Node
 	}
+	in.record(f)
+}
+
+func (in *Installation) record(f Fired) {
 	in.w.Trace().Note("faults: " + f.String())
 	in.fired = append(in.fired, f)
 	if in.onFire != nil {
@@ -127,16 +188,16 @@ func (in *Installation) fire(a Action) {
 }
 
 // apply resolves a's targets into f and acts; it returns why it did not.
-func (in *Installation) apply(a Action, f *Fired) string {
+func (in *Installation) apply(a Action, probed string, f *Fired) string {
 	w := in.w
 	var why string
 	if !a.Target.IsZero() {
-		if f.Node, why = in.resolve(a.Target); why != "" {
+		if f.Node, why = in.resolve(a.Target, probed); why != "" {
 			return why
 		}
 	}
 	if !a.Peer.IsZero() {
-		if f.Peer, why = in.resolve(a.Peer); why != "" {
+		if f.Peer, why = in.resolve(a.Peer, probed); why != "" {
 			return why
 		}
 		if f.Peer == f.Node {
@@ -148,7 +209,7 @@ func (in *Installation) apply(a Action, f *Fired) string {
 		seen := map[string]bool{}
 		for i, g := range a.Groups {
 			for _, t := range g {
-				n, why := in.resolve(t)
+				n, why := in.resolve(t, probed)
 				if why != "" {
 					f.Groups = nil
 					return why

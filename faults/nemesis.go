@@ -1,12 +1,13 @@
 package faults
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/probe"
 )
 
 // TopicPartition names a partition, for the roles "leader of" and "a
@@ -38,7 +39,8 @@ type Options struct {
 	Groups           []string
 	TransactionalIDs []string
 
-	// RateScale multiplies every fault's rate; 0 means 1.
+	// RateScale multiplies how often episodes come (it divides the quiet
+	// intervals between them); 0 means 1.
 	RateScale float64
 	// DiskFaultyMax is how many brokers may have disk faults in one run; 0
 	// means a minority, (len(Brokers)-1)/2. Set it to (RF-1)/2 when the
@@ -53,6 +55,20 @@ type Options struct {
 	SettleTime time.Duration
 	// EpisodesMax bounds how many faults Gen draws; 0 means 16.
 	EpisodesMax int
+
+	// Triggers are the probes the run's workload can reach, for targeted
+	// faults: a fault armed on one lands right after it is hit, inside the
+	// window the probe marks (a crash between a consumer's commit and its
+	// processing, an isolation of a leader that just acknowledged what its
+	// followers lack). The first is the workload's main window, drawn three
+	// times in four. Empty: no targeted faults.
+	Triggers []Trigger
+}
+
+// Trigger is a probe (package probe) a targeted fault may wait for, and
+// the subject its hit must be about ("" for any).
+type Trigger struct {
+	Probe, On string
 }
 
 func (o Options) withDefaults() Options {
@@ -102,22 +118,32 @@ func ticks(c chooser, lo, hi int) time.Duration {
 }
 
 // episode is one fault drawn whole: its opening actions, and how long
-// until they are undone.
+// until they are undone. Episodes are laid end to end (see pace): one at a
+// time, each undone before the next begins.
 type episode struct {
-	at     time.Duration
 	acts   []Action      // the opening actions (several for a correlated power loss)
+	window time.Duration // a trigger's window: the undo comes this much later
 	length time.Duration // until the undoing actions; 0 if none
 	undo   Kind          // KindStart, KindResume, KindHeal, or 0
-	lane   lane
+	power  bool          // a power loss: the power class wants SettleTime after it
+	// then is an episode that follows this one at once (no quiet
+	// interval): a fault aimed at the window this one's recovery opens.
+	then *episode
 }
 
-type lane uint8
-
-const (
-	laneFree  lane = iota
-	laneCut        // partitions and cuts: one at a time, each healed before the next
-	lanePower      // power losses: one episode at a time
-)
+// chain appends e and whatever follows it to eps, e after gap and each
+// follower at once.
+func chain(eps []episode, gaps []time.Duration, e episode, gap time.Duration) ([]episode, []time.Duration) {
+	for {
+		next := e.then
+		e.then = nil
+		eps, gaps = append(eps, e), append(gaps, gap)
+		if next == nil {
+			return eps, gaps
+		}
+		e, gap = *next, 0
+	}
+}
 
 // feature is one fault of the swarm: a way to draw an episode.
 type feature struct {
@@ -142,6 +168,9 @@ type generator struct {
 	linkable    []Target // ends of a link: the network targets and every named node
 	frames      []frameRoute
 	named       []string // every named node, for partitions
+	// catchUp are the partitions whose follower-fetch-out-of-sync the
+	// trigger menu offers.
+	catchUp []TopicPartition
 }
 
 type frameRoute struct {
@@ -215,6 +244,11 @@ func newGenerator(c Class, o Options, faulty func(n int) []string) *generator {
 			g.frames = append(g.frames, frameRoute{AnyClient(), GroupCoordinator(grp), "OffsetCommit"})
 		}
 	}
+	for _, tp := range o.Partitions {
+		if slices.Contains(o.Triggers, Trigger{Probe: probe.FollowerFetchOutOfSync, On: tp.String()}) {
+			g.catchUp = append(g.catchUp, tp)
+		}
+	}
 	if n := o.diskFaultyMax(); n > 0 && c&ClassDisk != 0 {
 		g.faulty = faulty(n)
 	}
@@ -254,6 +288,16 @@ func (g *generator) can(name string) bool {
 		return len(g.clockable) > 0
 	case "pause":
 		return len(g.pausable) > 0
+	case "crash-on-trigger", "isolate-on-trigger", "reset-on-trigger", "pause-on-trigger", "power-loss-on-trigger":
+		return len(g.o.Triggers) > 0
+	case "partition-on-trigger":
+		return len(g.o.Triggers) > 0 && len(g.o.Clients) > 0
+	case "power-loss-correlated-on-trigger":
+		return len(g.o.Triggers) > 0 && len(g.o.Brokers) >= 2
+	case "followers-cut-then-leader-isolated-on-catch-up":
+		return len(g.catchUp) > 0 && g.o.Controller != ""
+	case "delay-end-txn-on-trigger":
+		return len(g.o.TransactionalIDs) > 0 && g.offers(probe.TransactionAwaitingCommit)
 	}
 	panic("faults: unknown feature " + name)
 }
@@ -275,58 +319,75 @@ func link(kind Kind, c chooser, xs []Target) Action {
 	return Action{Kind: kind, Target: a, Peer: b}
 }
 
-func one(a Action, length time.Duration, undo Kind, l lane) episode {
-	return episode{acts: []Action{a}, length: length, undo: undo, lane: l}
+func one(a Action, length time.Duration, undo Kind) episode {
+	return episode{acts: []Action{a}, length: length, undo: undo}
+}
+
+// triggered arms e's opening action on a trigger drawn from the run's
+// menu — its first entry three times in four, the others evenly — aimed at the
+// probed node, with a window of 0.5 to 3 s.
+func triggered(g *generator, c chooser, e episode) episode {
+	tr := g.o.Triggers[0]
+	if n := len(g.o.Triggers); n > 1 && c.intn(4) == 3 {
+		tr = g.o.Triggers[1+c.intn(n-1)]
+	}
+	e.window = ticks(c, 5, 30)
+	e.acts[0].When, e.acts[0].On, e.acts[0].Within = tr.Probe, tr.On, e.window
+	return e
 }
 
 // features are the faults of every class, simplest first within a class.
 var features = []feature{
 	{"crash", ClassCrash, func(g *generator, c chooser) episode {
-		return one(Action{Kind: KindCrash, Target: pick(c, g.crashable)}, ticks(c, 10, 100), KindStart, laneFree)
+		return one(Action{Kind: KindCrash, Target: pick(c, g.crashable)}, ticks(c, 5, 80), KindStart)
 	}},
 	{"restart", ClassCrash, func(g *generator, c chooser) episode {
-		return one(Action{Kind: KindRestart, Target: pick(c, g.crashable)}, 0, 0, laneFree)
+		return one(Action{Kind: KindRestart, Target: pick(c, g.crashable)}, 0, 0)
 	}},
 	{"partition", ClassNetwork, func(g *generator, c chooser) episode {
-		return one(Action{Kind: KindPartition, Groups: g.drawGroups(c)}, ticks(c, 10, 200), KindHeal, laneCut)
+		return one(Action{Kind: KindPartition, Groups: g.drawGroups(c)}, ticks(c, 5, 100), KindHeal)
 	}},
 	{"isolate", ClassNetwork, func(g *generator, c chooser) episode {
-		return one(Action{Kind: KindIsolate, Target: pick(c, g.reachable)}, ticks(c, 10, 200), KindHeal, laneCut)
+		return one(Action{Kind: KindIsolate, Target: pick(c, g.reachable)}, ticks(c, 5, 100), KindHeal)
 	}},
 	{"cut", ClassNetwork, func(g *generator, c chooser) episode {
-		return one(link(KindCut, c, g.linkable), ticks(c, 10, 200), KindHeal, laneCut)
+		return one(link(KindCut, c, g.linkable), ticks(c, 5, 100), KindHeal)
 	}},
 	{"cut-one-way", ClassNetwork, func(g *generator, c chooser) episode {
-		return one(link(KindCutOneWay, c, g.linkable), ticks(c, 10, 200), KindHeal, laneCut)
+		return one(link(KindCutOneWay, c, g.linkable), ticks(c, 5, 100), KindHeal)
 	}},
 	{"clog", ClassNetwork, func(g *generator, c chooser) episode {
 		a := link(KindClog, c, g.linkable)
 		a.For = ticks(c, 1, 50)
-		return one(a, 0, 0, laneFree)
+		return one(a, 0, 0)
 	}},
 	{"clog-node", ClassNetwork, func(g *generator, c chooser) episode {
-		return one(Action{Kind: KindClog, Target: pick(c, g.reachable), For: ticks(c, 1, 50)}, 0, 0, laneFree)
+		return one(Action{Kind: KindClog, Target: pick(c, g.reachable), For: ticks(c, 1, 50)}, 0, 0)
 	}},
 	{"reset", ClassNetwork, func(g *generator, c chooser) episode {
-		return one(link(KindReset, c, g.linkable), 0, 0, laneFree)
+		return one(link(KindReset, c, g.linkable), 0, 0)
 	}},
 	{"reset-node", ClassNetwork, func(g *generator, c chooser) episode {
-		return one(Action{Kind: KindReset, Target: pick(c, g.reachable)}, 0, 0, laneFree)
+		return one(Action{Kind: KindReset, Target: pick(c, g.reachable)}, 0, 0)
 	}},
 	{"delay-frame", ClassNetwork, func(g *generator, c chooser) episode {
 		r := pick(c, g.frames)
-		return one(Action{Kind: KindDelayFrame, Frame: r.frame, Target: r.from, Peer: r.to, By: ticks(c, 1, 50), Count: 1 + c.intn(3)}, 0, 0, laneFree)
+		return one(Action{Kind: KindDelayFrame, Frame: r.frame, Target: r.from, Peer: r.to, By: ticks(c, 1, 50), Count: 1 + c.intn(3)}, 0, 0)
 	}},
 	{"power-loss", ClassPower | ClassCorrelatedPower, func(g *generator, c chooser) episode {
-		return one(Action{Kind: KindPowerLoss, Target: pick(c, g.powerable)}, ticks(c, 10, 100), KindStart, lanePower)
+		e := one(Action{Kind: KindPowerLoss, Target: pick(c, g.powerable)}, ticks(c, 5, 80), KindStart)
+		e.power = true
+		return e
 	}},
 	{"power-loss-torn", ClassPower | ClassCorrelatedPower, func(g *generator, c chooser) episode {
-		return one(Action{Kind: KindPowerLoss, Target: pick(c, g.powerable), Torn: true}, ticks(c, 10, 100), KindStart, lanePower)
+		e := one(Action{Kind: KindPowerLoss, Target: pick(c, g.powerable), Torn: true}, ticks(c, 5, 80), KindStart)
+		e.power = true
+		return e
 	}},
 	{"power-loss-correlated", ClassCorrelatedPower, func(g *generator, c chooser) episode {
 		brokers := slices.Clone(g.o.Brokers)
 		k := 2 + c.intn(len(brokers)-1)
-		e := episode{length: ticks(c, 10, 100), undo: KindStart, lane: lanePower}
+		e := episode{length: ticks(c, 5, 80), undo: KindStart, power: true}
 		for range k {
 			i := c.intn(len(brokers))
 			e.acts = append(e.acts, Action{Kind: KindPowerLoss, Target: Node(brokers[i]), Torn: c.intn(2) == 1})
@@ -335,40 +396,150 @@ var features = []feature{
 		return e
 	}},
 	{"fail-sync", ClassDisk, func(g *generator, c chooser) episode {
-		return one(Action{Kind: KindFailSync, Target: Node(pick(c, g.faulty)), Count: 1 + c.intn(3)}, ticks(c, 10, 100), KindStart, laneFree)
+		return one(Action{Kind: KindFailSync, Target: Node(pick(c, g.faulty)), Count: 1 + c.intn(3)}, ticks(c, 5, 80), KindStart)
 	}},
 	{"fail-read", ClassDisk, func(g *generator, c chooser) episode {
-		return one(Action{Kind: KindFailRead, Target: Node(pick(c, g.faulty)), Count: 1 + c.intn(3), Prefix: pick(c, g.o.DiskPrefixes)}, ticks(c, 10, 100), KindStart, laneFree)
+		return one(Action{Kind: KindFailRead, Target: Node(pick(c, g.faulty)), Count: 1 + c.intn(3), Prefix: pick(c, g.o.DiskPrefixes)}, ticks(c, 5, 80), KindStart)
 	}},
 	{"corrupt", ClassDisk, func(g *generator, c chooser) episode {
-		return one(Action{Kind: KindCorrupt, Target: Node(pick(c, g.faulty)), Prefix: pick(c, g.o.DiskPrefixes)}, ticks(c, 10, 100), KindStart, laneFree)
+		return one(Action{Kind: KindCorrupt, Target: Node(pick(c, g.faulty)), Prefix: pick(c, g.o.DiskPrefixes)}, ticks(c, 5, 80), KindStart)
 	}},
 	{"pause", ClassClock, func(g *generator, c chooser) episode {
-		return one(Action{Kind: KindPause, Target: pick(c, g.pausable)}, ticks(c, 1, 150), KindResume, laneFree)
+		return one(Action{Kind: KindPause, Target: pick(c, g.pausable)}, ticks(c, 1, 100), KindResume)
 	}},
 	{"skew", ClassClock, func(g *generator, c chooser) episode {
 		by := ticks(c, 1, 600)
 		if c.intn(2) == 1 {
 			by = -by
 		}
-		return one(Action{Kind: KindSkew, Target: pick(c, g.clockable), By: by}, 0, 0, laneFree)
+		return one(Action{Kind: KindSkew, Target: pick(c, g.clockable), By: by}, 0, 0)
 	}},
 	{"drift", ClassClock, func(g *generator, c chooser) episode {
 		ppm := int64(1+c.intn(100)) * 1000
 		if c.intn(2) == 1 {
 			ppm = -ppm
 		}
-		return one(Action{Kind: KindDrift, Target: pick(c, g.clockable), PPM: ppm}, 0, 0, laneFree)
+		return one(Action{Kind: KindDrift, Target: pick(c, g.clockable), PPM: ppm}, 0, 0)
 	}},
+
+	// Targeted faults: each waits for a probe of the run's trigger menu and
+	// hits the node that reached it, inside the window the probe marks.
+	{"crash-on-trigger", ClassCrash, func(g *generator, c chooser) episode {
+		return triggered(g, c, one(Action{Kind: KindCrash, Target: Probed()}, ticks(c, 5, 80), KindStart))
+	}},
+	{"reset-on-trigger", ClassNetwork, func(g *generator, c chooser) episode {
+		// Every connection of the probed node reset: what it just sent is
+		// lost (an answer, so the request is retried).
+		return triggered(g, c, one(Action{Kind: KindReset, Target: Probed()}, 0, 0))
+	}},
+	{"partition-on-trigger", ClassNetwork, func(g *generator, c chooser) episode {
+		// The probed node and the clients cut from every other node: what
+		// it just sent to its peers is lost, what it sent to clients
+		// arrives (an acknowledgment its followers never fetch).
+		side := []Target{Probed()}
+		for _, n := range g.o.Clients {
+			side = append(side, Node(n))
+		}
+		// Mostly longer than broker.session.timeout.ms, so another is
+		// elected while it still answers.
+		return triggered(g, c, one(Action{Kind: KindPartition, Groups: [][]Target{side}}, ticks(c, 30, 150), KindHeal))
+	}},
+	{"isolate-on-trigger", ClassNetwork, func(g *generator, c chooser) episode {
+		// An isolation loses what is in flight (a crash delivers what was
+		// sent): the follower's fetch answer, the commit's response.
+		return triggered(g, c, one(Action{Kind: KindIsolate, Target: Probed()}, ticks(c, 5, 100), KindHeal))
+	}},
+	{"power-loss-on-trigger", ClassPower | ClassCorrelatedPower, func(g *generator, c chooser) episode {
+		e := triggered(g, c, one(Action{Kind: KindPowerLoss, Target: Probed(), Torn: c.intn(2) == 1}, ticks(c, 5, 80), KindStart))
+		e.power = true
+		return e
+	}},
+	{"power-loss-correlated-on-trigger", ClassCorrelatedPower, func(g *generator, c chooser) episode {
+		// Every broker loses power in the same instant, right after the
+		// probe: what was acknowledged and not yet synced is gone everywhere.
+		e := episode{length: ticks(c, 5, 80), undo: KindStart, power: true}
+		for _, b := range g.o.Brokers {
+			e.acts = append(e.acts, Action{Kind: KindPowerLoss, Target: Node(b), Torn: c.intn(2) == 1})
+		}
+		e = triggered(g, c, e)
+		for i := range e.acts {
+			e.acts[i].When, e.acts[i].On, e.acts[i].Within = e.acts[0].When, e.acts[0].On, e.acts[0].Within
+		}
+		return e
+	}},
+	{"followers-cut-then-leader-isolated-on-catch-up", ClassNetwork, func(g *generator, c chooser) episode {
+		// The followers of a partition cut off from everyone, long enough
+		// to leave the ISR (the leader acknowledges alone); healed; then
+		// the leader isolated the moment a follower, outside the ISR,
+		// fetches to catch up — the window of an unclean election.
+		tp := pick(c, g.catchUp)
+		side := []Target{Leader(tp.Topic, tp.Partition), Controller()}
+		for _, n := range g.o.Clients {
+			side = append(side, Node(n))
+		}
+		e := one(Action{Kind: KindPartition, Groups: [][]Target{side}}, ticks(c, 40, 120), KindHeal)
+		next := one(Action{Kind: KindIsolate, Target: Probed(), When: probe.FollowerFetchOutOfSync, On: tp.String()}, ticks(c, 20, 100), KindHeal)
+		next.window = ticks(c, 20, 50)
+		next.acts[0].Within = next.window
+		e.then = &next
+		return e
+	}},
+	{"delay-end-txn-on-trigger", ClassNetwork, func(g *generator, c chooser) episode {
+		// A processor's EndTxn held back past its request timeout, so the
+		// client retries and the late one arrives after: the late EndTxn
+		// of KIP-890 part 2.
+		id := pick(c, g.o.TransactionalIDs)
+		e := one(Action{Kind: KindDelayFrame, Frame: "EndTxn", Target: Probed(), Peer: TxnCoordinator(id), By: ticks(c, 10, 50), Count: 1,
+			When: probe.TransactionAwaitingCommit, On: id}, 0, 0)
+		e.window = ticks(c, 5, 30)
+		e.acts[0].Within = e.window
+		return e
+	}},
+	{"pause-on-trigger", ClassClock, func(g *generator, c chooser) episode {
+		return triggered(g, c, one(Action{Kind: KindPause, Target: Probed()}, ticks(c, 1, 100), KindResume))
+	}},
+}
+
+// targeted reports whether feature name waits for a trigger.
+func targeted(name string) bool {
+	return strings.HasSuffix(name, "-on-trigger") || strings.HasSuffix(name, "-on-catch-up")
+}
+
+// offers reports whether the run's trigger menu holds probe name.
+func (g *generator) offers(name string) bool {
+	return slices.ContainsFunc(g.o.Triggers, func(t Trigger) bool { return t.Probe == name })
 }
 
 // drawGroups draws the sides of a partition: one role cut off from the
 // rest, a minority of brokers (maybe with the controller) cut from the
-// majority, or every named node on a random side.
+// majority, a partition's leader left with the clients only (cut from the
+// controller and its followers, it answers producers while another is
+// elected), a partition's leader left with the controller and the clients
+// (its followers cut off from everyone: the ISR shrinks to the leader,
+// which acknowledges alone), or every named node on a random side.
 func (g *generator) drawGroups(c chooser) [][]Target {
-	switch c.intn(3) {
+	// The leader-alone shapes are Kafka's classic losses; they come first.
+	switch [...]int{0, 1, 2, 3, 3, 4, 4, 4}[c.intn(8)] {
 	case 0:
 		return [][]Target{{pick(c, g.reachable)}}
+	case 4:
+		if len(g.o.Partitions) > 0 && len(g.o.Clients) > 0 {
+			tp := pick(c, g.o.Partitions)
+			side := []Target{Leader(tp.Topic, tp.Partition)}
+			for _, n := range g.o.Clients {
+				side = append(side, Node(n))
+			}
+			return [][]Target{side}
+		}
+	case 3:
+		if len(g.o.Partitions) > 0 && g.o.Controller != "" {
+			tp := pick(c, g.o.Partitions)
+			side := []Target{Leader(tp.Topic, tp.Partition), Controller()}
+			for _, n := range g.o.Clients {
+				side = append(side, Node(n))
+			}
+			return [][]Target{side}
+		}
 	case 1:
 		if len(g.o.Brokers) >= 3 {
 			brokers := slices.Clone(g.o.Brokers)
@@ -398,72 +569,59 @@ func (g *generator) drawGroups(c chooser) [][]Target {
 	return [][]Target{sides[0], sides[1]}
 }
 
-// assemble turns episodes into a schedule that keeps the class's promises:
-// every fault undone before the workload ends, one partition or cut at a
-// time, one power-loss episode at a time (with SettleTime between them
-// unless the class allows correlated power loss), no two overlapping faults
-// of one family on one named node. Episodes that cannot fit are dropped.
-func (g *generator) assemble(eps []episode) Schedule {
-	slices.SortStableFunc(eps, func(a, b episode) int { return cmp.Compare(a.at, b.at) })
+// pace lays episodes end to end, as Jepsen's and TigerBeetle's nemeses
+// pace theirs: each begins gaps[i] after the one before was undone, so the
+// cluster recovers between faults and never has more down at once than one
+// episode takes (a correlated power loss takes several brokers; every other
+// episode one node or one cut). An episode that does not fit before the
+// workload ends is shortened, or dropped. In the power class (without
+// correlated-power) a power loss also waits SettleTime after the last one
+// was undone, so no two replicas lose unsynced data together.
+func (g *generator) pace(eps []episode, gaps []time.Duration) Schedule {
 	end := g.o.Duration
 	var s Schedule
-	cutFree, powerFree := time.Duration(0), time.Duration(0)
-	busy := map[string]time.Duration{} // family/node → until
+	cursor := time.Duration(0)
+	lastPower := time.Duration(-1)
 	tags := 0
-	for _, e := range eps {
-		if e.at >= end {
-			continue
+	for i, e := range eps {
+		at := cursor + gaps[i]
+		if e.power && lastPower >= 0 && !g.class.Has(ClassCorrelatedPower) {
+			at = max(at, lastPower+g.o.SettleTime)
 		}
-		until := e.at + e.length
+		at = at / tick * tick
+		if at >= end {
+			break
+		}
+		if e.window > 0 && at+e.window >= end {
+			e.window = (end - tick - at) / tick * tick
+			if e.window < tick {
+				break
+			}
+			for j := range e.acts {
+				if e.acts[j].When != "" {
+					e.acts[j].Within = e.window
+				}
+			}
+		}
+		until := at + e.window + e.length
 		if e.length > 0 && until >= end {
 			until = end - tick
-			if until-e.at < tick {
-				continue
+			if until-at-e.window < tick {
+				break
 			}
 		}
-		if a := e.acts[0]; a.Kind == KindClog && e.at+a.For > end {
-			e.acts[0].For = (end - e.at) / tick * tick
+		if a := e.acts[0]; a.Kind == KindClog && at+a.For >= end {
+			e.acts[0].For = (end - tick - at) / tick * tick
 			if e.acts[0].For < tick {
-				continue
-			}
-		}
-		switch e.lane {
-		case laneCut:
-			if e.at < cutFree {
-				continue
-			}
-			cutFree = until + tick
-		case lanePower:
-			if e.at < powerFree {
-				continue
-			}
-			powerFree = until + tick
-			if !g.class.Has(ClassCorrelatedPower) {
-				powerFree = until + g.o.SettleTime
-			}
-		}
-		if e.undo == KindStart || e.undo == KindResume {
-			clash := false
-			for _, a := range e.acts {
-				if a.Target.Role == RoleNode && e.at < busy[e.undo.String()+"/"+a.Target.Name] {
-					clash = true
-				}
-			}
-			if clash {
-				continue
-			}
-			for _, a := range e.acts {
-				if a.Target.Role == RoleNode {
-					busy[e.undo.String()+"/"+a.Target.Name] = until + tick
-				}
+				break
 			}
 		}
 		var undo Schedule
 		for _, a := range e.acts {
-			a.At = e.at
+			a.At = at
 			if e.undo == KindStart || e.undo == KindResume {
 				u := Action{At: until, Kind: e.undo, Target: a.Target}
-				if a.Target.IsRole() {
+				if a.Target.IsRole() || a.When != "" {
 					tags++
 					a.Tag = fmt.Sprint(tags)
 					u.Target = Tagged(a.Tag)
@@ -476,16 +634,36 @@ func (g *generator) assemble(eps []episode) Schedule {
 			undo = append(undo, Action{At: until, Kind: KindHeal})
 		}
 		s = append(s, undo...)
+		cursor = at + e.window
+		switch {
+		case e.undo != 0:
+			cursor = until
+		case e.acts[0].Kind == KindClog:
+			cursor = at + e.acts[0].For
+		}
+		if e.power {
+			lastPower = cursor
+		}
 	}
 	return s.Sorted()
 }
 
-// Generate draws a schedule of class c for the run o from r, swarm-style:
-// each fault of the class is enabled with even odds (at least one is), at a
-// rate drawn per run — one every 3 to 48 s on average, scaled by
-// o.RateScale — so runs differ in kind as well as in detail. The same
-// stream state gives the same schedule. Pass w.Rand("faults") or
-// env.NewRand(seed).Fork("faults").
+// quietMeans are the mean quiet intervals a run may draw (before
+// Options.RateScale): from a quarter of a second to 2 s between one
+// episode's end and the next one's start.
+var quietMeans = []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second}
+
+// Generate draws a schedule of class c for the run o from r, swarm-style
+// and paced: each fault of the class is enabled with even odds and given
+// a weight of 1, 2 or 4 — a targeted one, when the run offers triggers,
+// with odds of nine in ten and a weight of 2, 4 or 8 (at least one fault
+// is enabled); then episodes follow
+// one another, each of an enabled fault drawn by weight, each after a
+// quiet interval drawn around a mean chosen per run (0.25 to 2 s, divided
+// by o.RateScale; none, half the time, before a targeted fault), each
+// undone before the next begins. Runs differ in kind,
+// pace and detail. The same stream state gives the same schedule. Pass
+// w.Rand("faults") or env.NewRand(seed).Fork("faults").
 func Generate(r *env.Rand, c Class, o Options) Schedule {
 	o = o.withDefaults()
 	g := newGenerator(c, o, func(n int) []string {
@@ -497,24 +675,45 @@ func Generate(r *env.Rand, c Class, o Options) Schedule {
 		return Schedule{}
 	}
 	var on []feature
+	var weights []int
 	for _, f := range g.feats {
-		if r.Chance(0.5) {
+		odds, weight := 0.5, 1
+		if targeted(f.name) {
+			odds, weight = 0.9, 2
+		}
+		if r.Chance(odds) {
 			on = append(on, f)
+			weights = append(weights, weight<<r.Intn(3))
 		}
 	}
 	if len(on) == 0 {
 		on = append(on, g.feats[r.Intn(len(g.feats))])
+		weights = append(weights, 1)
 	}
-	means := []time.Duration{3 * time.Second, 6 * time.Second, 12 * time.Second, 24 * time.Second, 48 * time.Second}
+	total := 0
+	for _, w := range weights {
+		total += w
+	}
+	meanTicks := max(2, int(float64(quietMeans[r.Intn(len(quietMeans))]/tick)/o.RateScale))
 	ch := randChooser{r}
 	var eps []episode
-	for _, f := range on {
-		meanTicks := max(1, int(float64(means[r.Intn(len(means))]/tick)/o.RateScale))
-		for at := time.Duration(1+r.Intn(2*meanTicks)) * tick; at < o.Duration; at += time.Duration(1+r.Intn(2*meanTicks)) * tick {
-			e := f.draw(g, ch)
-			e.at = at
-			eps = append(eps, e)
+	var gaps []time.Duration
+	// Enough episodes to fill the workload whatever their lengths; pace
+	// drops what does not fit.
+	for range int(o.Duration/tick)/max(1, meanTicks/2) + 1 {
+		k := r.Intn(total)
+		i := 0
+		for ; k >= weights[i]; i++ {
+			k -= weights[i]
 		}
+		gap := time.Duration(meanTicks/2+r.Intn(meanTicks+1)) * tick
+		if targeted(on[i].name) && r.Chance(0.5) {
+			// Recovery is where windows open (a follower catching up, an
+			// ISR growing back, a new leader): half the time a targeted
+			// fault is armed the moment the one before it is undone.
+			gap = 0
+		}
+		eps, gaps = chain(eps, gaps, on[i].draw(g, ch), gap)
 	}
-	return g.assemble(eps)
+	return g.pace(eps, gaps)
 }

@@ -22,6 +22,7 @@ const (
 	RoleTxnCoordinator                   // "the transaction coordinator of tx-1"
 	RoleRandomBroker                     // "a random broker"
 	RoleClient                           // "a client"
+	RoleProbed                           // "the probed node": the node whose probe hit fired a trigger
 )
 
 // Target is a node, named or found by role when its action fires. It prints
@@ -73,6 +74,9 @@ func RandomBroker() Target { return Target{Role: RoleRandomBroker} }
 // AnyClient targets one client application, chosen when the action fires.
 func AnyClient() Target { return Target{Role: RoleClient} }
 
+// Probed targets the node whose probe hit fired the action's trigger.
+func Probed() Target { return Target{Role: RoleProbed} }
+
 // IsZero reports whether t names nothing (an action without a peer).
 func (t Target) IsZero() bool { return t == Target{} }
 
@@ -99,6 +103,8 @@ func (t Target) String() string {
 		return "a random broker"
 	case RoleClient:
 		return "a client"
+	case RoleProbed:
+		return "the probed node"
 	case 0:
 		return ""
 	}
@@ -127,6 +133,8 @@ func ParseTarget(s string) (Target, error) {
 		t = RandomBroker()
 	case phrase == "a client":
 		t = AnyClient()
+	case phrase == "the probed node":
+		t = Probed()
 	default:
 		if tp, ok := rest("leader of "); ok {
 			topic, p, err := parseTopicPartition(tp)
@@ -159,7 +167,7 @@ func ParseTarget(s string) (Target, error) {
 }
 
 const knownRoles = `"leader of T/P", "a follower of T/P", "the controller", ` +
-	`"the group coordinator of G", "the transaction coordinator of ID", "a random broker", "a client"`
+	`"the group coordinator of G", "the transaction coordinator of ID", "a random broker", "a client", "the probed node"`
 
 func parseTopicPartition(s string) (string, int32, error) {
 	i := strings.LastIndexByte(s, '/')
@@ -207,7 +215,7 @@ func (t Target) validate() error {
 		if !validName(t.Name) {
 			return bad("transactional id", t.Name)
 		}
-	case RoleController, RoleRandomBroker, RoleClient:
+	case RoleController, RoleRandomBroker, RoleClient, RoleProbed:
 	default:
 		return fmt.Errorf("faults: unknown role %d", t.Role)
 	}

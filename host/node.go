@@ -421,6 +421,9 @@ func (e *nodeEnv) Name() string { return e.addr }
 func (e *nodeEnv) Now() env.Time       { return (*Node)(e).now() }
 func (e *nodeEnv) WallClock() env.Time { return env.Time(time.Now().UnixNano()) }
 
+// Probe does nothing: in real mode no harness counts coverage.
+func (e *nodeEnv) Probe(name, subject string) {}
+
 // now is the wall clock at boot plus the monotonic time since: it cannot
 // jump when the system clock is stepped, so deadlines computed from it agree
 // with the runtime timers that wake the loop.

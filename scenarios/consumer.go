@@ -11,6 +11,7 @@ import (
 	"github.com/kafkasim/kafkasim/broker/sink"
 	"github.com/kafkasim/kafkasim/env"
 	"github.com/kafkasim/kafkasim/history"
+	"github.com/kafkasim/kafkasim/probe"
 )
 
 // consumerApp is a pipeline stage: it consumes its share of the input
@@ -38,6 +39,9 @@ type consumerApp struct {
 	process string
 	tps     []metadata.TopicPartition
 	outputs int // outputs written by this incarnation, for unique keys
+	// unprocessed counts polled batches whose asynchronous processing
+	// (enable.auto.commit) has not written its outputs yet.
+	unprocessed int
 	// versions of the offset keys in the sink (atomic pattern): a write is
 	// conditional on them, which fences a zombie incarnation.
 	versions map[string]uint64
@@ -204,7 +208,8 @@ func (a *consumerApp) handle(recs []client.Record) {
 	case a.wl.s.Consumer.EnableAutoCommit:
 		// Processing is asynchronous: the next poll (and its auto-commit)
 		// does not wait for the outputs.
-		a.e.AfterFunc(work, func() { a.writeOutputs(recs, nil, func(bool) {}) })
+		a.unprocessed++
+		a.e.AfterFunc(work, func() { a.writeOutputs(recs, nil, func(bool) { a.unprocessed-- }) })
 		a.done(positions)
 		a.poll()
 	case a.wl.s.Workload.Commit == CommitBeforeProcess:
@@ -213,6 +218,7 @@ func (a *consumerApp) handle(recs []client.Record) {
 				a.rewind(recs)
 				return
 			}
+			a.e.Probe(probe.CommittedBeforeProcessing, groupID)
 			a.e.AfterFunc(work, func() {
 				a.writeOutputs(recs, nil, func(bool) {
 					a.done(positions)
@@ -223,9 +229,14 @@ func (a *consumerApp) handle(recs []client.Record) {
 	case a.wl.s.Workload.Commit == ProcessThenCommit:
 		a.e.AfterFunc(work, func() {
 			a.writeOutputsUntilOK(recs, func() {
-				a.commit(positions, func(bool) {
-					a.done(positions)
-					a.poll()
+				// The commit goes out in an event of its own: the window
+				// the probe marks is open until then.
+				a.e.Probe(probe.ProcessedBeforeCommit, groupID)
+				a.e.AfterFunc(0, func() {
+					a.commit(positions, func(bool) {
+						a.done(positions)
+						a.poll()
+					})
 				})
 			})
 		})
@@ -302,6 +313,9 @@ func (a *consumerApp) recordAutoCommit(offsets map[client.TopicPartition]client.
 		hos = append(hos, history.PartitionOffset{TP: htp(tp), Offset: offsets[tp].Offset})
 	}
 	now := wl.now()
+	if err == nil && a.unprocessed > 0 {
+		a.e.Probe(probe.CommittedBeforeProcessing, groupID)
+	}
 	id := wl.rec.Invoke(history.Op{Process: a.process, Node: consumerNode(a.index), Kind: history.KindCommit, Call: now, Commit: &history.Commit{Group: groupID, Offsets: hos}})
 	wl.rec.Complete(id, now, outcomeOf(client.OutcomeOf(err)), history.Result{Error: errText(err)})
 }

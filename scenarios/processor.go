@@ -10,6 +10,7 @@ import (
 	"github.com/kafkasim/kafkasim/broker/record"
 	"github.com/kafkasim/kafkasim/env"
 	"github.com/kafkasim/kafkasim/history"
+	"github.com/kafkasim/kafkasim/probe"
 )
 
 // processorApp is a consume-transform-produce stage, Kafka's exactly-once
@@ -100,6 +101,9 @@ func (a *processorApp) assigned(tps []client.TopicPartition) {
 	wl := a.wl
 	a.rebalanced = true
 	a.assignments++
+	if wl.inTxn[a.index] {
+		a.e.Probe(probe.RebalanceDuringTransaction, a.txnID)
+	}
 	parts := make([]history.TopicPartition, len(tps))
 	for i, tp := range tps {
 		parts[i] = htp(tp)
@@ -272,8 +276,16 @@ func (a *processorApp) transform(recs []client.Record) {
 				a.abort(t, errProcessingFailed)
 				return
 			}
-			t.end = wl.now()
-			a.p.CommitTransaction(func(err error) { a.committed(t, positions, err) })
+			// The commit goes out in an event of its own: until then the
+			// transaction holds outputs and offsets, undecided.
+			a.e.Probe(probe.TransactionAwaitingCommit, a.txnID)
+			a.e.AfterFunc(0, func() {
+				if gen != a.producers {
+					return
+				}
+				t.end = wl.now()
+				a.p.CommitTransaction(func(err error) { a.committed(t, positions, err) })
+			})
 		})
 	})
 }

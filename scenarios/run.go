@@ -10,6 +10,7 @@ import (
 	"github.com/kafkasim/kafkasim/env"
 	"github.com/kafkasim/kafkasim/faults"
 	"github.com/kafkasim/kafkasim/history"
+	"github.com/kafkasim/kafkasim/probe"
 	"github.com/kafkasim/kafkasim/sim"
 )
 
@@ -50,6 +51,11 @@ type Result struct {
 	History   history.History
 	Events    uint64
 	Simulated time.Duration
+	// Power is what the run put at stake; Probes what it reached.
+	Power  Power
+	Probes probe.Counts
+	// Fired is every action of the schedule as it fired or was skipped.
+	Fired []faults.Fired
 }
 
 // Summary is one line about the run.
@@ -87,7 +93,23 @@ func Run(s Scenario, o RunOptions) (*Result, error) {
 	wl := newWorkload(c, rec)
 	wl.addNodes()
 	c.w.AddNode(adminNode, func() env.Process { return &admin{} }).Start()
+	c.w.OnProbe(wl.deriveProbes)
 	res := &Result{Scenario: s.Name, Seed: o.Seed, Checked: s.Checked()}
+	measured := false
+	c.measure = func() {
+		if measured {
+			return
+		}
+		measured = true
+		res.History = rec.History()
+		var fired []faults.Fired
+		if c.faults != nil {
+			fired = c.faults.Fired()
+		}
+		res.Fired = fired
+		res.Power = powerOf(s.Workload.Messages, res.History, fired)
+		res.Probes = c.w.Probes()
+	}
 
 	if err := c.w.RunFor(2 * time.Second); err != nil {
 		return res.panicked(c, err)
@@ -109,6 +131,7 @@ func Run(s Scenario, o RunOptions) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scenario %q: fault schedule: %w", s.Name, err)
 	}
+	c.faults = inst
 	inst.OnFire(func(f faults.Fired) {
 		if f.Skipped == "" {
 			t := int64(f.At.Sub(c.w.Now())) + int64(c.w.Elapsed())
@@ -138,7 +161,6 @@ func Run(s Scenario, o RunOptions) (*Result, error) {
 		// A store that cannot be read after heal and drain is itself a
 		// liveness failure of the system under test.
 		res.finish(c)
-		res.History = rec.History()
 		res.Failure = string(checkers.Liveness)
 		res.Observed = checkers.None
 		res.Holds = s.Checked() == checkers.None
@@ -151,7 +173,7 @@ func Run(s Scenario, o RunOptions) (*Result, error) {
 		})
 		return res, nil
 	}
-	res.History = rec.History()
+	c.measure()
 	copts := wl.checkOptions()
 	copts.HTML = o.HTML
 	v, err := checkers.Check(res.History, copts)
@@ -176,6 +198,9 @@ func Run(s Scenario, o RunOptions) (*Result, error) {
 }
 
 func (r *Result) finish(c *cluster) {
+	if c.measure != nil {
+		c.measure()
+	}
 	r.TraceHash = c.w.Trace().HashString()
 	r.Events = c.w.Events()
 	r.Simulated = c.w.Elapsed()

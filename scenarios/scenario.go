@@ -27,8 +27,9 @@ type Scenario struct {
 	// "network", "power", "correlated-power", "disk", "clock", "all" or a
 	// comma-separated union.
 	Faults string `json:"faults"`
-	// FaultsRate multiplies the nemesis's fault rates (1: its default
-	// mix of one fault every 3 to 48 seconds per kind).
+	// FaultsRate multiplies how often the nemesis's episodes come (1: a
+	// quiet interval of 1 to 8 s on average, drawn per run, between one
+	// fault being undone and the next).
 	FaultsRate float64 `json:"faults.rate"`
 	// FaultsSchedule, if set, replaces the nemesis: a fault schedule, one
 	// action per line as `kafkasim shrink` prints them ("+5s cut the
@@ -169,7 +170,7 @@ func Defaults() Scenario {
 			SessionTimeoutMs: 6000, HeartbeatIntervalMs: 1000, MaxPollIntervalMs: 30000},
 		Workload:   Workload{Messages: 300, Producers: 1, Consumers: 1, DurationMs: 30000, ProcessingMs: 50},
 		Faults:     "none",
-		FaultsRate: 2.5,
+		FaultsRate: 1,
 	}
 }
 

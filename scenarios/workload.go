@@ -11,6 +11,8 @@ import (
 	"github.com/kafkasim/kafkasim/checkers"
 	"github.com/kafkasim/kafkasim/env"
 	"github.com/kafkasim/kafkasim/history"
+	"github.com/kafkasim/kafkasim/probe"
+	"github.com/kafkasim/kafkasim/sim"
 )
 
 // workload is the outside world of a run: the messages each producer
@@ -38,11 +40,16 @@ type workload struct {
 	// stopping the applications would leave that transaction hanging.
 	inTxn   map[int]bool
 	stopped bool
+	// acknowledged is, per input partition, the offset after the last
+	// record a producer was told was written: what every later leader must
+	// hold (with acks=all).
+	acknowledged map[metadata.TopicPartition]int64
 }
 
 func newWorkload(c *cluster, rec *history.Recorder) *workload {
 	s := c.s
-	wl := &workload{c: c, s: s, rec: rec, incarn: map[string]int{}, processed: map[int32]int64{}, producersMade: map[int]int{}, inTxn: map[int]bool{}}
+	wl := &workload{c: c, s: s, rec: rec, incarn: map[string]int{}, processed: map[int32]int64{}, producersMade: map[int]int{}, inTxn: map[int]bool{},
+		acknowledged: map[metadata.TopicPartition]int64{}}
 	w := s.Workload
 	for p := range w.Producers {
 		var msgs []history.Message
@@ -296,6 +303,16 @@ func (a *producerApp) Start(e env.Env) {
 	o.DeliveryTimeout = time.Duration(s.DeliveryTimeoutMs) * time.Millisecond
 	o.Linger = time.Duration(s.LingerMs) * time.Millisecond
 	o.Partitioner = client.PartitionerManual
+	if wl.s.Workload.Kind == ConsumeTransformProduce {
+		// The producer section configures the processors' transactional
+		// producers, the code under test; the input comes from an upstream
+		// idempotent producer with the defaults' timeouts, so what the
+		// processors are judged on is not thinned by a source that gives
+		// up after the processors' short delivery timeout.
+		d := Defaults().Producer
+		o.ConnectionOptions.RequestTimeout = time.Duration(d.RequestTimeoutMs) * time.Millisecond
+		o.DeliveryTimeout = time.Duration(d.DeliveryTimeoutMs) * time.Millisecond
+	}
 	p, err := client.NewProducer(e, a.rt.Router, o)
 	if err != nil {
 		panic(fmt.Sprintf("scenario %q: producer options: %v", wl.s.Name, err))
@@ -304,12 +321,12 @@ func (a *producerApp) Start(e env.Env) {
 	e.AfterFunc(a.interval(), a.tick)
 }
 
-// interval spreads a producer's messages over the first 60% of the
-// workload's duration.
+// interval spreads a producer's messages over the first 80% of the
+// workload's duration, so most faults land while messages are in flight.
 func (a *producerApp) interval() time.Duration {
 	w := a.wl.s.Workload
 	per := max(1, (w.Messages+w.Producers-1)/w.Producers)
-	return max(time.Millisecond, time.Duration(w.DurationMs)*time.Millisecond*6/10/time.Duration(per))
+	return max(time.Millisecond, time.Duration(w.DurationMs)*time.Millisecond*8/10/time.Duration(per))
 }
 
 func (a *producerApp) tick() {
@@ -333,6 +350,7 @@ func (a *producerApp) tick() {
 		offset := history.NoOffset
 		if r.Outcome == client.OK && r.Offset >= 0 {
 			offset = r.Offset
+			wl.acknowledged[tp] = max(wl.acknowledged[tp], offset+1)
 		}
 		wl.rec.Complete(id, wl.now(), outcomeOf(r.Outcome), history.Result{Offset: offset, Error: errText(r.Err)})
 	})
@@ -342,3 +360,27 @@ func (a *producerApp) tick() {
 func (a *producerApp) Connected(c env.ConnID, peer string, in bool) { a.rt.Connected(c, peer, in) }
 func (a *producerApp) Received(c env.ConnID, f []byte)              { a.rt.Received(c, f) }
 func (a *producerApp) Closed(c env.ConnID)                          { a.rt.Closed(c) }
+
+// deriveProbes hits the probes the harness sees and no single process
+// does: a broker that becomes leader of an input partition without every
+// record producers were told was written there
+// (acknowledged-missing-on-new-leader, what acks=1 and unclean elections
+// lose).
+func (wl *workload) deriveProbes(h sim.ProbeHit) {
+	if h.Name != probe.LeaderElected {
+		return
+	}
+	for tp, acked := range wl.acknowledged {
+		if tp.String() != h.Subject {
+			continue
+		}
+		b, ok := wl.c.w.Node(h.Node).Process().(*broker.Broker)
+		if !ok {
+			return
+		}
+		if s, ok := b.Partition(tp); ok && s.LogEndOffset < acked {
+			wl.c.w.Probe(probe.AcknowledgedMissingOnNewLeader, h.Subject)
+		}
+		return
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/kafkasim/kafkasim/broker/metadata"
 	"github.com/kafkasim/kafkasim/env"
 	"github.com/kafkasim/kafkasim/faults"
+	"github.com/kafkasim/kafkasim/probe"
 	"github.com/kafkasim/kafkasim/sim"
 )
 
@@ -55,6 +56,10 @@ type cluster struct {
 	brokers []string
 	clients []string // producer and consumer application nodes
 	hasSink bool
+	// faults is the installed fault schedule; measure fills the result's
+	// history, power and probes (set by Run).
+	faults  *faults.Installation
+	measure func()
 }
 
 func buildCluster(s Scenario, o sim.Options) *cluster {
@@ -192,5 +197,61 @@ func (c *cluster) nemesisOptions(topics []string, duration time.Duration) faults
 	if c.s.Cluster.ReplicationFactor < c.s.Cluster.Brokers {
 		o.DiskFaultyMax = (c.s.Cluster.ReplicationFactor - 1) / 2
 	}
+	o.Triggers = c.triggers()
 	return o
+}
+
+// triggers is the menu of probes targeted faults may wait for: the windows
+// of the mechanisms this workload leans on.
+func (c *cluster) triggers() []faults.Trigger {
+	var ts []faults.Trigger
+	logs := func(topic string, probes ...string) {
+		for p := range c.s.Cluster.Partitions {
+			for _, name := range probes {
+				ts = append(ts, faults.Trigger{Probe: name, On: fmt.Sprintf("%s/%d", topic, p)})
+			}
+		}
+	}
+	switch c.s.Workload.Kind {
+	case ProduceOnly:
+		// The menu leads with the window of the riskiest mechanism the
+		// configuration turns on: a follower catching up outside the ISR
+		// (unclean elections); an answer on its way, whose loss makes the
+		// producer retry (without idempotence: a duplicate); a new leader
+		// failing at once (successive failovers: KIP-101's case without
+		// epoch truncation). Then the rest: acknowledged before the
+		// followers fetched it (acks=1), an ISR change in flight.
+		var first []string
+		cl, pr := c.s.Cluster, c.s.Producer
+		if cl.UncleanLeaderElectionEnable {
+			first = append(first, probe.FollowerFetchOutOfSync)
+		}
+		if !pr.EnableIdempotence || cl.LogFlushIntervalMessages == nil {
+			first = append(first, probe.ProduceAnswered)
+		}
+		if !cl.KIP101LeaderEpochTruncation {
+			first = append(first, probe.LeaderElected)
+		}
+		rest := []string{probe.ProduceAcknowledgedBeforeReplication, probe.ProduceAnswered, probe.FollowerFetchOutOfSync,
+			probe.ISRExpansionPending, probe.LeaderElected}
+		logs(inputTopic, slices.Compact(append(first, slices.DeleteFunc(rest, func(n string) bool { return slices.Contains(first, n) })...))...)
+	case ConsumeProcessSink:
+		// Between a consumer's commit and its processing, or the reverse:
+		// the window of its commit pattern.
+		switch c.s.Workload.Commit {
+		case CommitBeforeProcess:
+			ts = append(ts, faults.Trigger{Probe: probe.CommittedBeforeProcessing, On: groupID})
+		case ProcessThenCommit:
+			ts = append(ts, faults.Trigger{Probe: probe.ProcessedBeforeCommit, On: groupID})
+		}
+		logs(inputTopic, probe.LeaderElected)
+	case ConsumeTransformProduce:
+		// A transaction written but not yet asked to commit; between its
+		// decision and its markers; a rebalance with a transaction open;
+		// the output's leaders.
+		ts = append(ts, faults.Trigger{Probe: probe.TransactionAwaitingCommit}, faults.Trigger{Probe: probe.TransactionPrepared},
+			faults.Trigger{Probe: probe.RebalanceDuringTransaction})
+		logs(outputTopic, probe.LeaderElected, probe.ISRExpansionPending)
+	}
+	return ts
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/probe"
 	"github.com/kafkasim/kafkasim/sim/disk"
 )
 
@@ -144,6 +145,9 @@ func (n *Node) PowerLoss(torn bool) {
 	}
 	lost := n.disk.PowerLoss(torn, n.rand)
 	n.w.trace.node(tracePowerLoss, n, nil, uint64(lost))
+	if lost > 0 {
+		n.w.probes.hit(ProbeHit{Name: probe.PowerLossDroppedUnsynced, Subject: n.name})
+	}
 	if n.state == nodeRunning {
 		n.kill()
 		n.w.net.closeAll(n, false)

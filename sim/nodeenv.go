@@ -81,6 +81,12 @@ func (e *nodeEnv) Log(msg string, kv ...any) {
 	}
 }
 
+func (e *nodeEnv) Probe(name, subject string) {
+	if e.live() {
+		e.n.w.probes.hit(ProbeHit{Name: name, Subject: subject, Node: e.n.name})
+	}
+}
+
 func (e *nodeEnv) Halt(reason string) {
 	if !e.live() {
 		return

@@ -75,12 +75,13 @@ func (o Options) withDefaults() Options {
 // trace. It is not safe for concurrent use; run many worlds in parallel
 // instead.
 type World struct {
-	opts  Options
-	now   env.Time // world time since Epoch began
-	queue queue
-	rand  *env.Rand // root stream; only forked, never drawn from
-	net   *network
-	trace *Trace
+	opts   Options
+	now    env.Time // world time since Epoch began
+	queue  queue
+	rand   *env.Rand // root stream; only forked, never drawn from
+	net    *network
+	trace  *Trace
+	probes probes
 
 	nodes  []*node
 	byName map[string]*node

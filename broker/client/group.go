@@ -89,6 +89,9 @@ type membership struct {
 	hbTimer    env.TimerID
 	pollTimer  env.TimerID
 	fatal      error
+	// joined is the generation and member id of the last completed join:
+	// what GroupMetadata reports, kept when the generation is lost.
+	joined GroupMetadata
 }
 
 // leaderPlan is a leader's assignment waiting for the metadata of the
@@ -117,7 +120,7 @@ func (c *Consumer) Subscribe(topics []string, l RebalanceListener) error {
 	slices.Sort(topics)
 	topics = slices.Compact(topics)
 	if c.group == nil {
-		c.group = &membership{generation: -1}
+		c.group = &membership{generation: -1, joined: GroupMetadata{GroupID: c.opts.GroupID, GenerationID: -1}}
 	}
 	g := c.group
 	if !slices.Equal(g.topics, topics) {
@@ -131,13 +134,20 @@ func (c *Consumer) Subscribe(topics []string, l RebalanceListener) error {
 
 // GroupMetadata is the member's group, generation and member id, for
 // SendOffsetsToTransaction: the group coordinator refuses a transaction's
-// offsets from a member of an older generation (KIP-447). Without
-// membership the generation is -1 and the member id empty.
+// offsets from a member of an older generation (KIP-447). It is the last
+// completed join's, kept after the generation is lost — as Kafka's
+// ConsumerCoordinator sets its groupMetadata only in onJoinComplete — so a
+// member evicted mid-transaction is refused (UNKNOWN_MEMBER_ID,
+// ILLEGAL_GENERATION) and its transaction aborts. Reporting generation -1
+// instead would pass as a consumer without membership, which the
+// coordinator accepts for transactional commits, and commit its stale
+// offsets. Before the first join the generation is -1 and the member id
+// empty.
 func (c *Consumer) GroupMetadata() GroupMetadata {
 	if c.group == nil {
 		return GroupMetadata{GroupID: c.opts.GroupID, GenerationID: -1}
 	}
-	return GroupMetadata{GroupID: c.opts.GroupID, GenerationID: c.group.generation, MemberID: c.group.memberID}
+	return c.group.joined
 }
 
 // maintainGroup, run inside the consumer's loop: a leader's pending
@@ -441,6 +451,7 @@ func (c *Consumer) handleSync(seq uint64, resp kmsg.Response, err error) {
 			return
 		}
 		g.state = memberStable
+		g.joined = GroupMetadata{GroupID: c.opts.GroupID, GenerationID: g.generation, MemberID: g.memberID}
 		g.owned = tps
 		if g.owned == nil {
 			g.owned = []TopicPartition{}

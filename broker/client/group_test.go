@@ -194,3 +194,42 @@ func errorsIsAny(err error, targets ...error) bool {
 	}
 	return false
 }
+
+// A member evicted while its transaction is open still reports the
+// generation it joined (Kafka's groupMetadata changes only when a join
+// completes): the offsets its transaction sends are refused, and the
+// transaction aborts. Reporting generation -1 instead passed as a consumer
+// without membership, which the coordinator accepts for transactional
+// commits: the zombie's stale offsets committed over its successor's
+// (eos-consume-transform-produce under a cut between a processor and the
+// group coordinator; TestPropertyExactlyOnceThroughTransactions seeds
+// 11057323676222700805 and 12965566268290946207).
+func TestAMemberEvictedMidTransactionKeepsItsGenerationAndIsFenced(t *testing.T) {
+	w := newWorld(t, 46, config.Default(), "client", "app-1", "app-2")
+	w.createTopic("jobs", 2, 3)
+	produceValues(w, "jobs", 0, 20)
+	a := w.subscribe("app-1", "consumer-a", "crew", "jobs")
+	b := w.subscribe("app-2", "consumer-b", "crew", "jobs")
+	w.runUntil(func() bool { return len(a.owns()) == 1 && len(b.owns()) == 1 && len(a.records)+len(b.records) == 20 }, 30*time.Second, "one partition each, all read")
+	joined := a.c.GroupMetadata()
+	require.GreaterOrEqual(t, joined.GenerationID, int32(1))
+
+	p := w.newProducer("app-1", txnOptions("crew-a"))
+	require.NoError(t, w.await("app-1", "init", p.InitTransactions))
+	w.exec("app-1", func(*app) { require.NoError(t, p.BeginTransaction()) })
+
+	w.w.Node("app-1").Pause()
+	w.runUntil(func() bool { return len(b.owns()) == 2 }, 30*time.Second, "b takes over")
+	w.w.Node("app-1").Resume()
+	w.runUntil(func() bool { return len(a.lost) == 1 }, 30*time.Second, "a hears it lost its partition")
+	require.Equal(t, joined, a.c.GroupMetadata(), "the generation lost, the metadata is still the last join's")
+
+	err := w.await("app-1", "the zombie's offsets", func(done func(error)) {
+		p.SendOffsetsToTransaction(map[client.TopicPartition]client.OffsetAndMetadata{tps("jobs", 0)[0]: {Offset: 1, LeaderEpoch: -1}}, a.c.GroupMetadata(), done)
+	})
+	if !errorsIsAny(err, kerr.UnknownMemberID, kerr.IllegalGeneration) {
+		t.Fatalf("the zombie's transactional offsets: %v, want UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION", err)
+	}
+	require.NoError(t, p.Err(), "abortable, not fatal")
+	require.NoError(t, w.await("app-1", "abort", p.AbortTransaction))
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/kafkasim/kafkasim/broker/rpc"
 	"github.com/kafkasim/kafkasim/broker/wire"
 	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/probe"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -158,6 +159,14 @@ func (c *Controller) offlineFor(id int32) bool {
 }
 
 func (c *Controller) logElection(why string, broker int32, p, q metadata.Partition) {
+	if q.Leader != p.Leader && q.Leader != metadata.NoLeader && p.LeaderEpoch >= 0 {
+		if !p.InISR(q.Leader) {
+			c.e.Probe(probe.UncleanElection, p.TopicPartition.String())
+		}
+	}
+	if p.Leader != metadata.NoLeader && q.Leader != p.Leader {
+		c.e.Probe(probe.LeaderFailover, p.TopicPartition.String())
+	}
 	c.e.Log("partition-change", "why", why, "broker", broker, "partition", p.TopicPartition.String(),
 		"leader", fmt.Sprintf("%d->%d", p.Leader, q.Leader), "epoch", q.LeaderEpoch, "isr", fmt.Sprint(q.ISR))
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kafkasim/kafkasim/faults"
 	"github.com/kafkasim/kafkasim/history"
+	"github.com/kafkasim/kafkasim/probe"
 	"github.com/kafkasim/kafkasim/scenarios"
 )
 
@@ -126,6 +127,10 @@ type runJSON struct {
 	Repro     string   `json:"repro,omitempty"`
 	Events    uint64   `json:"events"`
 	Simulated string   `json:"simulated"`
+	// Power and Probes: what the run put at stake and what it reached.
+	Power                scenarios.Power `json:"power"`
+	AcknowledgedFraction float64         `json:"acknowledged_fraction"`
+	Probes               probe.Counts    `json:"probes"`
 }
 
 func verdictWord(holds bool) string {
@@ -137,7 +142,11 @@ func verdictWord(holds bool) string {
 
 func toJSON(r *scenarios.Result, reproLine string) runJSON {
 	j := runJSON{Scenario: r.Scenario, Seed: r.Seed, Checked: string(r.Checked), Verdict: verdictWord(r.Holds),
-		Observed: string(r.Observed), Failure: r.Failure, TraceHash: r.TraceHash, Events: r.Events, Simulated: r.Simulated.String()}
+		Observed: string(r.Observed), Failure: r.Failure, TraceHash: r.TraceHash, Events: r.Events, Simulated: r.Simulated.String(),
+		Power: r.Power, AcknowledgedFraction: r.Power.AcknowledgedFraction(), Probes: r.Probes}
+	if j.Probes == nil {
+		j.Probes = probe.Counts{}
+	}
 	for _, a := range r.Verdict.Anomalies {
 		j.Anomalies = append(j.Anomalies, a.Name)
 	}
@@ -223,6 +232,8 @@ func printRun(w io.Writer, r *scenarios.Result, reproLine string) {
 		}
 	}
 	fmt.Fprintf(w, "faults: %d actions\n", len(r.Schedule))
+	fmt.Fprintf(w, "power: %s\n", r.Power)
+	fmt.Fprintf(w, "probes: %s\n", scenarios.ProbesLine(r.Probes))
 	fmt.Fprintf(w, "simulated: %v, %d events\n", r.Simulated, r.Events)
 	fmt.Fprintf(w, "trace-hash: %s\n", r.TraceHash)
 	if !r.Holds {
