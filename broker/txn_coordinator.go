@@ -358,6 +358,7 @@ func (tc *txnCoordinator) initProducer(t *txnMeta, req *kmsg.InitProducerIDReque
 		respond(fencedCode(req.Version, 4), -1, -1)
 		return
 	case t.State == txnOngoing:
+		tc.b.e.Probe(probe.PredecessorFenced, t.id)
 		tc.fence(t, "fenced by InitProducerId", func(code int16) {
 			if code == 0 {
 				code = kerr.ConcurrentTransactions.Code // retry once the abort completes

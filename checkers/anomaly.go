@@ -23,6 +23,24 @@ func (a *analysis) checkAnomalies() {
 	a.pollOrder()
 	a.sendOrder()
 	a.offsetRegressions()
+	a.stuckFinalReads()
+}
+
+// stuckFinalReads reports every final read that did not finish (outcome
+// info: it ran out of budget, or the store kept failing it): what it read
+// is still judged, and what it could not read is the system's failure to
+// deliver after heal and drain.
+func (a *analysis) stuckFinalReads() {
+	for i := range a.h {
+		op := &a.h[i]
+		if op.Kind == history.KindFinalRead && op.Outcome != history.OK {
+			msg := op.Error
+			if msg == "" {
+				msg = fmt.Sprintf("final read of %s did not finish", op.FinalRead.TP)
+			}
+			a.rep.add("final-read-stuck", Witness{Message: msg, Ops: a.ref(op.ID)})
+		}
+	}
 }
 
 func (a *analysis) inconsistentOffsets(p *partition) {

@@ -83,6 +83,10 @@ const (
 	LateBatchRefusedByVerification = "late-batch-refused-by-verification"
 	// TransactionAborted: a transaction ended in an abort.
 	TransactionAborted = "transaction-aborted"
+	// PredecessorFenced: a transactional producer's InitProducerId found
+	// the transaction its previous incarnation left open, bumped the epoch
+	// and aborted it (KIP-98's zombie fencing).
+	PredecessorFenced = "predecessor-fenced"
 	// RebalanceDuringTransaction: a processor's assignment changed while it
 	// had a transaction open.
 	RebalanceDuringTransaction = "rebalance-during-transaction"
@@ -146,6 +150,7 @@ var Catalogue = []Info{
 	{CoordinatorLoadedPreparedTransaction, "broker", "a new transaction coordinator found a transaction mid-commit"},
 	{LateBatchRefusedByVerification, "broker", "a late transactional batch was refused by partition verification"},
 	{TransactionAborted, "broker", "a transaction ended in an abort"},
+	{PredecessorFenced, "broker", "InitProducerId aborted what the producer's previous incarnation left open"},
 	{RebalanceDuringTransaction, "application", "a processor's assignment changed with a transaction open"},
 	{TransactionAwaitingCommit, "application", "a processor's transaction holds outputs and offsets, commit not yet asked"},
 	{MemberFenced, "broker", "an offset commit from a stale generation or unknown member was refused"},

@@ -143,7 +143,14 @@ func (c *cluster) allLed(topics []string) bool {
 // watermark, or the last stable offset for read_committed) from whoever
 // leads it, filtering aborted transactions and control batches as a
 // read_committed consumer does, and records it as a final-read operation.
-func (c *cluster) finalRead(rec *history.Recorder, tp metadata.TopicPartition, isolation history.Isolation, output bool, budget time.Duration) error {
+// The end must reach want — the offset after the last record a producer
+// was told was written — as a consumer waiting for it would: a new
+// leader's high watermark lags until its followers fetch, so the read
+// waits up to finalReadSettle for it. A read that cannot finish within
+// budget is recorded as it got (outcome info, the records read so far, the
+// error saying where it stopped): the checkers report final-read-stuck and
+// judge what was read.
+func (c *cluster) finalRead(rec *history.Recorder, tp metadata.TopicPartition, isolation history.Isolation, output bool, budget time.Duration, want int64) error {
 	op := history.Op{
 		Process: "final-reader", Node: adminNode, Kind: history.KindFinalRead, Call: int64(c.w.Elapsed()),
 		FinalRead: &history.FinalRead{TP: history.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}, Isolation: isolation, From: 0, Output: output},
@@ -159,10 +166,22 @@ func (c *cluster) finalRead(rec *history.Recorder, tp metadata.TopicPartition, i
 	var out []history.Record
 	offset, end := int64(0), int64(-1)
 	deadline := c.w.Now().Add(budget)
+	settle := c.w.Now().Add(finalReadSettle)
 	aborted := newAbortFilter()
-	for end < 0 || offset < end {
+	stuck := func(err error) error {
+		rec.Complete(id, int64(c.w.Elapsed()), history.Info, history.Result{Records: out, Error: err.Error()})
+		return err
+	}
+	for end < 0 || offset < end || (end < want && c.w.Now() < settle) {
 		if c.w.Now() > deadline {
-			return fmt.Errorf("final read of %v stuck at offset %d (end %d) after %v", tp, offset, end, budget)
+			return stuck(fmt.Errorf("final read of %v stuck at offset %d (end %d) after %v", tp, offset, end, budget))
+		}
+		if end >= 0 && offset >= end {
+			// Caught up with an end short of what was acknowledged: wait
+			// for the high watermark, then ask again.
+			if err := c.w.RunFor(200 * time.Millisecond); err != nil {
+				return err
+			}
 		}
 		img := c.image()
 		p, ok := img.Partition(tp)
@@ -201,7 +220,7 @@ func (c *cluster) finalRead(rec *history.Recorder, tp metadata.TopicPartition, i
 		aborted.add(pr.AbortedTransactions)
 		batches, err := record.Split(pr.RecordBatches)
 		if err != nil {
-			return fmt.Errorf("final read of %v: %w", tp, err)
+			return stuck(fmt.Errorf("final read of %v: %w", tp, err))
 		}
 		for _, b := range batches {
 			next := b.NextOffset()
@@ -212,7 +231,7 @@ func (c *cluster) finalRead(rec *history.Recorder, tp metadata.TopicPartition, i
 			if !skip && !b.IsControl() {
 				recs, err := b.DecodeRecords()
 				if err != nil {
-					return fmt.Errorf("final read of %v at %d: %w", tp, b.BaseOffset(), err)
+					return stuck(fmt.Errorf("final read of %v at %d: %w", tp, b.BaseOffset(), err))
 				}
 				for _, r := range recs {
 					out = append(out, history.Record{Offset: b.BaseOffset() + int64(r.OffsetDelta), Message: decodeMessage(r)})
@@ -221,7 +240,7 @@ func (c *cluster) finalRead(rec *history.Recorder, tp metadata.TopicPartition, i
 			offset = next
 		}
 		if len(batches) == 0 && offset < end {
-			return fmt.Errorf("final read of %v: no progress at offset %d below end %d", tp, offset, end)
+			return stuck(fmt.Errorf("final read of %v: no progress at offset %d below end %d", tp, offset, end))
 		}
 	}
 	rec.Complete(id, int64(c.w.Elapsed()), history.OK, history.Result{Records: out})
@@ -343,7 +362,9 @@ func (c *cluster) finalReadSink(rec *history.Recorder, budget time.Duration) err
 		}
 		if !done || err != nil {
 			if c.w.Now() > deadline {
-				return fmt.Errorf("final read of the sink failed: %v", err)
+				err := fmt.Errorf("final read of the sink failed after %v: %v", budget, err)
+				rec.Complete(id, int64(c.w.Elapsed()), history.Info, history.Result{Error: err.Error()})
+				return err
 			}
 			if err := c.w.RunFor(500 * time.Millisecond); err != nil {
 				return err

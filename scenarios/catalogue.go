@@ -2,9 +2,11 @@ package scenarios
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/kafkasim/kafkasim/checkers"
+	"github.com/kafkasim/kafkasim/probe"
 )
 
 // The built-in catalogue: the configurations of Kafka practice, each with
@@ -50,105 +52,207 @@ func transformPipeline(s *Scenario) {
 	s.Workload.AbortPercent = 25
 }
 
-var catalogue = []Scenario{
-	// Producers into the log.
-	scenario("acks0", "acks=0, no retries: fire and forget, never duplicated", func(s *Scenario) {
+// under returns s claimed under fault class class instead: named
+// "<name>@<class>", the same configuration and claim, with the probes its
+// runs must reach under that class for the claim to be at stake.
+func under(s Scenario, class string, probes ...string) Scenario {
+	s.Name += "@" + class
+	s.Faults = class
+	s.Probes = probes
+	if err := s.Validate(); err != nil {
+		panic(fmt.Sprintf("catalogue: %v", err))
+	}
+	return s
+}
+
+// claim is one fault class a configuration is claimed to survive and the
+// probes that put the claim at stake under it.
+type claim struct {
+	class  string
+	probes []string
+}
+
+func in(class string, probes ...string) claim { return claim{class, probes} }
+
+// refuted returns s under class as a weak twin: class is one it does not
+// survive, why says so, and the run must be caught breaking s's claim.
+func refuted(s Scenario, class, why string) Scenario {
+	s = under(s, class)
+	s.Description = why
+	s.Refutes, s.Expect, s.Probes = s.Expect, checkers.None, nil
+	return s
+}
+
+// rotted returns s as the weak twin that shows what Kafka does with a
+// flipped bit in a leader's log: topic's partition 0 rots on its leader's
+// disk halfway through the workload — one broker, within what the disk
+// class promises — and a read that reaches it is stuck there for good.
+func rotted(s Scenario, topic string) Scenario {
+	s = refuted(s, "disk", "twin of "+s.Name+" under disk faults: "+bitRot)
+	s.FaultsSchedule = fmt.Sprintf("+12s corrupt leader of %s/0 under %q", topic, topic+"-0/00000000000000000000.log")
+	return s
+}
+
+// each lists s under its own fault class and then under every other class
+// it is claimed to survive.
+func each(s Scenario, claims ...claim) []Scenario {
+	out := []Scenario{s}
+	for _, c := range claims {
+		out = append(out, under(s, c.class, c.probes...))
+	}
+	return out
+}
+
+// Probes that put claims at stake, by what the faults of a class do.
+var (
+	failover  = []string{probe.LeaderFailover}
+	powerLoss = []string{probe.LeaderFailover, probe.PowerLossDroppedUnsynced}
+	rot       = []string{probe.CorruptBatchDetected}
+)
+
+// Why configurations relying on replication do not survive correlated
+// power loss, and consume-transform-produce a network.
+const (
+	noFsync = "no fsync (log.flush.interval.messages unset, Kafka's default): every replica losing power at once drops what they acknowledged and had not synced — Kafka relies on replication, not fsync"
+	bitRot  = "a bit flipped in a batch of the leader's log, below the high watermark, is never repaired — Kafka checks no checksum when it serves a fetch (zero-copy), consumers throw CorruptRecordException at that offset, a replica re-copying it refetches it forever, nothing moves leadership (only an IOException takes a log directory offline), and a flushed segment is never validated again (KAFKA-5211, KAFKA-9206): what lies behind it is never read until an operator acts"
+)
+
+var (
+	acks0 = scenario("acks0", "acks=0, no retries: fire and forget, never duplicated", func(s *Scenario) {
 		s.Producer.Acks, s.Producer.EnableIdempotence, s.Producer.Retries = "0", false, 0
 		s.Workload.Kind, s.Faults, s.Expect = ProduceOnly, "crash,network", checkers.AtMostOnce
-	}),
-	scenario("acks1-retries-duplicates", "acks=1 with retries: a retried batch whose answer was lost lands twice", func(s *Scenario) {
-		s.Producer.Acks, s.Producer.EnableIdempotence = "1", false
-		s.Workload.Kind, s.Workload.Messages = ProduceOnly, 3000
-		s.Faults, s.Expect, s.Refutes = "network", checkers.None, checkers.AtMostOnce
-	}),
-	scenario("acks1-leader-failover", "acks=1: the leader answers before followers fetch; a leader failover loses acknowledged writes", func(s *Scenario) {
-		s.Producer.Acks, s.Producer.EnableIdempotence = "1", false
-		s.Workload.Kind, s.Workload.Messages = ProduceOnly, 3000
-		s.Faults, s.Expect, s.Refutes = "crash,network", checkers.None, checkers.AtLeastOnce
-	}),
-	scenario("acks-all-retries", "acks=all, retries, no idempotence: nothing acknowledged is lost, retries may duplicate", func(s *Scenario) {
+		s.Probes = []string{probe.LeaderFailover}
+	})
+	acksAllRetries = scenario("acks-all-retries", "acks=all, retries, no idempotence: nothing acknowledged is lost, retries may duplicate", func(s *Scenario) {
 		s.Producer.EnableIdempotence = false
 		s.Workload.Kind, s.Faults, s.Expect = ProduceOnly, "crash,network", checkers.AtLeastOnce
-	}),
-	scenario("acks-all-retries-duplicates", "acks=all without idempotence duplicates retried batches: not exactly-once", func(s *Scenario) {
-		s.Producer.EnableIdempotence = false
-		s.Workload.Kind, s.Faults, s.Expect, s.Refutes = ProduceOnly, "network", checkers.AtLeastOnce, checkers.ExactlyOnce
-	}),
-	scenario("acks-all-idempotent", "acks=all + enable.idempotence: each message in the log exactly once within a producer session", func(s *Scenario) {
+		s.Probes = []string{probe.LeaderFailover, probe.FollowerTruncatedByEpoch}
+	})
+	acksAllIdempotent = scenario("acks-all-idempotent", "acks=all + enable.idempotence: each message in the log exactly once within a producer session", func(s *Scenario) {
 		s.Workload.Kind, s.Faults, s.Expect = ProduceOnly, "crash,network", checkers.ExactlyOnce
-	}),
-	scenario("acks-all-unclean-election", "acks=all with unclean.leader.election.enable: an out-of-sync leader loses committed data", func(s *Scenario) {
-		s.Cluster.UncleanLeaderElectionEnable = true
-		s.Cluster.MinInsyncReplicas = 1
-		s.Cluster.ReplicaLagTimeMaxMs = 3000
-		s.Workload.Kind, s.Workload.Messages = ProduceOnly, 1000
-		s.Faults, s.Expect, s.Refutes = "crash,network", checkers.None, checkers.AtLeastOnce
-	}),
-	scenario("acks-all-fsync-correlated-power", "acks=all with log.flush.interval.messages=1 survives every replica losing power", func(s *Scenario) {
+		s.Probes = []string{probe.LeaderFailover, probe.DuplicateSequenceDropped}
+	})
+	acksAllFsync = scenario("acks-all-fsync-correlated-power", "acks=all with log.flush.interval.messages=1 survives every replica losing power", func(s *Scenario) {
 		s.Cluster.LogFlushIntervalMessages = flush(1)
 		s.Workload.Kind, s.Faults, s.Expect = ProduceOnly, "correlated-power", checkers.AtLeastOnce
-	}),
-	scenario("acks-all-no-fsync-correlated-power", "acks=all relying on replication, not fsync: correlated power loss drops acknowledged data", func(s *Scenario) {
-		s.Workload.Kind, s.Faults, s.Expect, s.Refutes = ProduceOnly, "correlated-power", checkers.None, checkers.AtLeastOnce
-	}),
-
-	// Consumers: the seed's three patterns.
-	scenario("pipeline-commit-before-process", "commit the offset, then process: a crash in between loses the message", func(s *Scenario) {
+		s.Probes = []string{probe.LeaderFailover}
+	})
+	commitBeforeProcess = scenario("pipeline-commit-before-process", "commit the offset, then process: a crash in between loses the message", func(s *Scenario) {
 		pipeline(s, CommitBeforeProcess)
 		s.Faults, s.Expect = "crash", checkers.AtMostOnce
-	}),
-	scenario("pipeline-commit-before-process-loses", "commit-before-process is caught losing output: not at-least-once", func(s *Scenario) {
-		pipeline(s, CommitBeforeProcess)
-		s.Faults, s.Expect, s.Refutes = "crash", checkers.AtMostOnce, checkers.AtLeastOnce
-	}),
-	scenario("pipeline-process-then-commit", "process, then commit: a crash in between processes the message again", func(s *Scenario) {
+		s.Probes = []string{probe.CommittedBeforeProcessing}
+	})
+	processThenCommit = scenario("pipeline-process-then-commit", "process, then commit: a crash in between processes the message again", func(s *Scenario) {
 		pipeline(s, ProcessThenCommit)
 		s.Faults, s.Expect = "crash,network", checkers.AtLeastOnce
-	}),
-	scenario("pipeline-process-then-commit-duplicates", "process-then-commit is caught duplicating output: not at-most-once", func(s *Scenario) {
-		pipeline(s, ProcessThenCommit)
-		s.Faults, s.Expect, s.Refutes = "crash", checkers.AtLeastOnce, checkers.AtMostOnce
-	}),
-	scenario("pipeline-auto-commit", "enable.auto.commit with asynchronous processing commits what is not yet processed", func(s *Scenario) {
-		s.Consumer.EnableAutoCommit = true
-		pipeline(s, CommitBeforeProcess)
-		s.Faults, s.Expect, s.Refutes = "crash", checkers.None, checkers.AtLeastOnce
-	}),
-	scenario("pipeline-sink-offsets-in-kafka", "twin of pipeline-atomic-sink: output to the sink, offsets to Kafka afterwards — a crash in between repeats output", func(s *Scenario) {
-		pipeline(s, ProcessThenCommit)
-		s.Faults, s.Expect, s.Refutes = "crash", checkers.AtLeastOnce, checkers.ExactlyOnce
-	}),
-	scenario("pipeline-atomic-sink", "output and offset in one atomic sink write, offset read back from the sink: exactly-once", func(s *Scenario) {
+		s.Probes = []string{probe.ProcessedBeforeCommit}
+	})
+	atomicSink = scenario("pipeline-atomic-sink", "output and offset in one atomic sink write, offset read back from the sink: exactly-once", func(s *Scenario) {
 		pipeline(s, AtomicWithOutput)
 		s.Faults, s.Expect = "crash,network", checkers.ExactlyOnce
-	}),
+		s.Probes = []string{probe.LeaderFailover}
+	})
+	eos = scenario("eos-consume-transform-produce", "transactions: outputs and input offsets commit together, read_committed downstream, a restarted processor fences its predecessor: exactly-once (not under network faults: see eos-zombie-group-coordinator)", func(s *Scenario) {
+		transformPipeline(s)
+		s.Faults, s.Expect = "crash", checkers.ExactlyOnce
+		s.Probes = []string{probe.TransactionAborted, probe.PredecessorFenced}
+	})
+)
+
+var catalogue = slices.Concat(
+	// Producers into the log.
+	each(acks0, in("power", powerLoss...), in("correlated-power", powerLoss...), in("disk", rot...), in("clock", failover...), in("all", failover...)),
+	each(acksAllRetries, in("power", powerLoss...), in("clock", failover...)),
+	each(acksAllIdempotent, in("power", powerLoss...), in("clock", failover...)),
+	each(acksAllFsync, in("all", failover...)),
+	[]Scenario{
+		refuted(acksAllRetries, "correlated-power", "twin of acks-all-retries under correlated power loss: "+noFsync),
+		rotted(acksAllRetries, inputTopic),
+		rotted(acksAllIdempotent, inputTopic),
+		scenario("acks-all-no-fsync-correlated-power", "twin of acks-all-idempotent under correlated power loss: "+noFsync, func(s *Scenario) {
+			s.Workload.Kind, s.Faults, s.Expect, s.Refutes = ProduceOnly, "correlated-power", checkers.None, checkers.AtLeastOnce
+		}),
+		scenario("acks1-retries-duplicates", "acks=1 with retries: a retried batch whose answer was lost lands twice", func(s *Scenario) {
+			s.Producer.Acks, s.Producer.EnableIdempotence = "1", false
+			s.Workload.Kind, s.Workload.Messages = ProduceOnly, 1000
+			s.Faults, s.Expect, s.Refutes = "network", checkers.None, checkers.AtMostOnce
+		}),
+		scenario("acks1-leader-failover", "acks=1: the leader answers before followers fetch; a leader failover loses acknowledged writes", func(s *Scenario) {
+			s.Producer.Acks, s.Producer.EnableIdempotence = "1", false
+			s.Workload.Kind, s.Workload.Messages = ProduceOnly, 1000
+			s.Faults, s.Expect, s.Refutes = "crash,network", checkers.None, checkers.AtLeastOnce
+		}),
+		scenario("acks-all-retries-duplicates", "acks=all without idempotence duplicates retried batches: not exactly-once", func(s *Scenario) {
+			s.Producer.EnableIdempotence = false
+			s.Workload.Kind, s.Faults, s.Expect, s.Refutes = ProduceOnly, "network", checkers.AtLeastOnce, checkers.ExactlyOnce
+		}),
+		scenario("acks-all-unclean-election", "acks=all with unclean.leader.election.enable: an out-of-sync leader loses committed data", func(s *Scenario) {
+			s.Cluster.UncleanLeaderElectionEnable = true
+			s.Cluster.MinInsyncReplicas = 1
+			s.Cluster.ReplicaLagTimeMaxMs = 3000
+			s.Workload.Kind, s.Workload.Messages = ProduceOnly, 1000
+			s.Faults, s.Expect, s.Refutes = "crash,network", checkers.None, checkers.AtLeastOnce
+		}),
+	},
+
+	// Consumers: the seed's three patterns.
+	each(commitBeforeProcess, in("network", probe.CommittedBeforeProcessing), in("power", probe.CommittedBeforeProcessing, probe.PowerLossDroppedUnsynced),
+		in("correlated-power", probe.CommittedBeforeProcessing, probe.PowerLossDroppedUnsynced), in("disk", probe.CommittedBeforeProcessing),
+		in("clock", probe.CommittedBeforeProcessing), in("all", probe.CommittedBeforeProcessing)),
+	each(processThenCommit, in("power", probe.ProcessedBeforeCommit, probe.PowerLossDroppedUnsynced), in("clock", probe.ProcessedBeforeCommit)),
+	each(atomicSink, in("power", powerLoss...), in("clock", failover...)),
+	[]Scenario{
+		rotted(processThenCommit, inputTopic),
+		rotted(atomicSink, inputTopic),
+		refuted(processThenCommit, "correlated-power", "twin of pipeline-process-then-commit under correlated power loss: "+noFsync+" (the input topic loses records the consumers never see)"),
+		refuted(atomicSink, "correlated-power", "twin of pipeline-atomic-sink under correlated power loss: "+noFsync+" (the input topic loses records, or holds others at their offsets, behind the sink's stored positions)"),
+		scenario("pipeline-commit-before-process-loses", "commit-before-process is caught losing output: not at-least-once", func(s *Scenario) {
+			pipeline(s, CommitBeforeProcess)
+			s.Faults, s.Expect, s.Refutes = "crash", checkers.AtMostOnce, checkers.AtLeastOnce
+		}),
+		scenario("pipeline-process-then-commit-duplicates", "process-then-commit is caught duplicating output: not at-most-once", func(s *Scenario) {
+			pipeline(s, ProcessThenCommit)
+			s.Faults, s.Expect, s.Refutes = "crash", checkers.AtLeastOnce, checkers.AtMostOnce
+		}),
+		scenario("pipeline-auto-commit", "enable.auto.commit with asynchronous processing commits what is not yet processed", func(s *Scenario) {
+			s.Consumer.EnableAutoCommit = true
+			pipeline(s, CommitBeforeProcess)
+			s.Faults, s.Expect, s.Refutes = "crash", checkers.None, checkers.AtLeastOnce
+		}),
+		scenario("pipeline-sink-offsets-in-kafka", "twin of pipeline-atomic-sink: output to the sink, offsets to Kafka afterwards — a crash in between repeats output", func(s *Scenario) {
+			pipeline(s, ProcessThenCommit)
+			s.Faults, s.Expect, s.Refutes = "crash", checkers.AtLeastOnce, checkers.ExactlyOnce
+		}),
+	},
 
 	// Consume-transform-produce with transactions.
-	scenario("eos-consume-transform-produce", "transactions: outputs and input offsets commit together, read_committed downstream, a restarted processor fences its predecessor: exactly-once", func(s *Scenario) {
-		transformPipeline(s)
-		s.Faults, s.Expect = "crash,network", checkers.ExactlyOnce
-	}),
-	scenario("eos-read-uncommitted", "twin of eos-consume-transform-produce: downstream consumers read_uncommitted see the outputs of aborted transactions, which are processed again", func(s *Scenario) {
-		transformPipeline(s)
-		s.Consumer.IsolationLevel = "read_uncommitted"
-		s.Faults, s.Expect, s.Refutes = "crash,network", checkers.AtLeastOnce, checkers.ExactlyOnce
-	}),
-	scenario("eos-no-stable-transactional-id", "twin of eos-consume-transform-produce: a fresh transactional.id per producer — what a crashed or replaced producer left open is never fenced and holds the output and the offsets until transaction.timeout.ms", func(s *Scenario) {
-		transformPipeline(s)
-		s.Workload.TransactionalIDPerIncarnation = true
-		s.Faults, s.Expect, s.Refutes = "crash,network", checkers.None, checkers.ExactlyOnce
-	}),
-	scenario("eos-zombie-group-coordinator", "a finding, kept as a twin: the group coordinator cut off from the controller but not from clients keeps serving the committed offsets it last knew; a processor rewinding after an abort re-reads input whose output already committed", func(s *Scenario) {
-		transformPipeline(s)
-		s.FaultsSchedule = "+5s cut the controller <-> the group coordinator of " + groupID + "\n+25s heal"
-		s.Faults, s.Expect, s.Refutes = "network", checkers.None, checkers.ExactlyOnce
-	}),
-	scenario("eos-kip890-off", "twin of eos-consume-transform-produce: no partition verification, no epoch bump per transaction — a late produce or EndTxn lands in the wrong transaction", func(s *Scenario) {
-		transformPipeline(s)
-		s.Cluster.TransactionPartitionVerification, s.Cluster.KIP890EpochBumpPerTransaction = false, false
-		s.Faults, s.Expect, s.Refutes = "network", checkers.None, checkers.ExactlyOnce
-	}),
-}
+	each(eos, in("power", probe.TransactionAborted, probe.PredecessorFenced, probe.PowerLossDroppedUnsynced),
+		in("clock", probe.TransactionAborted, probe.PredecessorFenced)),
+	[]Scenario{
+		rotted(eos, outputTopic),
+		refuted(eos, "correlated-power", "twin of eos-consume-transform-produce under correlated power loss: "+noFsync+" (a transaction's records, markers or state records vanish on every replica)"),
+		scenario("eos-zombie-group-coordinator", "twin of eos-consume-transform-produce under network faults, a window Kafka has: the group coordinator cut off from the controller but not from clients keeps serving the committed offsets it last knew (a KRaft broker does not fence itself, and OffsetFetch checks no leader epoch); a processor rewinding after an abort re-reads input whose output already committed", func(s *Scenario) {
+			transformPipeline(s)
+			s.FaultsSchedule = "+5s cut the controller <-> the group coordinator of " + groupID + "\n+25s heal"
+			s.Faults, s.Expect, s.Refutes = "network", checkers.None, checkers.ExactlyOnce
+		}),
+		scenario("eos-read-uncommitted", "twin of eos-consume-transform-produce: downstream consumers read_uncommitted see the outputs of aborted transactions, which are processed again", func(s *Scenario) {
+			transformPipeline(s)
+			s.Consumer.IsolationLevel = "read_uncommitted"
+			s.Faults, s.Expect, s.Refutes = "crash,network", checkers.AtLeastOnce, checkers.ExactlyOnce
+		}),
+		scenario("eos-no-stable-transactional-id", "twin of eos-consume-transform-produce: a fresh transactional.id per producer — what a crashed or replaced producer left open is never fenced and holds the output and the offsets until transaction.timeout.ms", func(s *Scenario) {
+			transformPipeline(s)
+			s.Workload.TransactionalIDPerIncarnation = true
+			s.Faults, s.Expect, s.Refutes = "crash,network", checkers.None, checkers.ExactlyOnce
+		}),
+		scenario("eos-kip890-off", "twin of eos-consume-transform-produce: no partition verification, no epoch bump per transaction — a late produce or EndTxn lands in the wrong transaction", func(s *Scenario) {
+			transformPipeline(s)
+			s.Cluster.TransactionPartitionVerification, s.Cluster.KIP890EpochBumpPerTransaction = false, false
+			s.Faults, s.Expect, s.Refutes = "network", checkers.None, checkers.ExactlyOnce
+		}),
+	},
+)
 
 // List returns the built-in scenarios, sorted by name.
 func List() []Scenario {

@@ -256,6 +256,7 @@ func (a *processorApp) transform(recs []client.Record) {
 			offset := history.NoOffset
 			if res.Outcome == client.OK && res.Offset >= 0 {
 				offset = res.Offset
+				wl.acknowledged[tp] = max(wl.acknowledged[tp], offset+1)
 			}
 			wl.rec.Complete(id, wl.now(), outcomeOf(res.Outcome), history.Result{Offset: offset, Error: errText(res.Err)})
 		})

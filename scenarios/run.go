@@ -54,8 +54,26 @@ type Result struct {
 	// Power is what the run put at stake; Probes what it reached.
 	Power  Power
 	Probes probe.Counts
+	// Untested lists the scenario's probes this run never reached: a run
+	// that holds with some is untested, not evidence.
+	Untested []string
 	// Fired is every action of the schedule as it fired or was skipped.
 	Fired []faults.Fired
+}
+
+// Tested reports whether the run reached every probe its claim names.
+func (r *Result) Tested() bool { return len(r.Untested) == 0 }
+
+// Word is the run's verdict in one word: holds, untested (it held, but the
+// run missed a probe its claim depends on) or violated.
+func (r *Result) Word() string {
+	switch {
+	case !r.Holds:
+		return "violated"
+	case !r.Tested():
+		return "untested"
+	}
+	return "holds"
 }
 
 // Summary is one line about the run.
@@ -109,6 +127,12 @@ func Run(s Scenario, o RunOptions) (*Result, error) {
 		res.Fired = fired
 		res.Power = powerOf(s.Workload.Messages, res.History, fired)
 		res.Probes = c.w.Probes()
+		res.Untested = nil
+		for _, p := range s.Probes {
+			if res.Probes.Hits(p) == 0 {
+				res.Untested = append(res.Untested, p)
+			}
+		}
 	}
 
 	if err := c.w.RunFor(2 * time.Second); err != nil {
@@ -155,23 +179,7 @@ func Run(s Scenario, o RunOptions) (*Result, error) {
 	wl.stop()
 	c.w.Trace().Note("final-read")
 	if err := wl.finalReads(); err != nil {
-		if c.w.Err() != nil {
-			return res.panicked(c, c.w.Err())
-		}
-		// A store that cannot be read after heal and drain is itself a
-		// liveness failure of the system under test.
-		res.finish(c)
-		res.Failure = string(checkers.Liveness)
-		res.Observed = checkers.None
-		res.Holds = s.Checked() == checkers.None
-		res.Verdict.Observed = checkers.None
-		res.Verdict.Notes = append(res.Verdict.Notes, err.Error())
-		res.Verdict.Anomalies = append(res.Verdict.Anomalies, checkers.Anomaly{
-			Name: "final-read-stuck", Class: checkers.Liveness, Count: 1,
-			Breaks:    []checkers.Guarantee{checkers.AtLeastOnce, checkers.ExactlyOnce},
-			Witnesses: []checkers.Witness{{Message: err.Error()}},
-		})
-		return res, nil
+		return res.panicked(c, err)
 	}
 	c.measure()
 	copts := wl.checkOptions()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kafkasim/kafkasim/checkers"
 	"github.com/kafkasim/kafkasim/faults"
+	"github.com/kafkasim/kafkasim/probe"
 )
 
 // Scenario is one row of the guarantee matrix: a cluster, client settings
@@ -42,6 +43,11 @@ type Scenario struct {
 	// this configuration must be caught breaking. A run's verdict is about
 	// Refutes when it is set, else about Expect.
 	Refutes checkers.Guarantee `json:"refutes,omitempty"`
+	// Probes are the coverage probes (package probe) a claim's verdict
+	// depends on: only a run that reached every one of them put the claim
+	// at stake. A run that missed one is untested, not held; so is a claim
+	// whose probe no run reached.
+	Probes []string `json:"probes,omitempty"`
 }
 
 // Cluster is the broker side.
@@ -349,6 +355,11 @@ func (s Scenario) Validate() error {
 	if s.Refutes != "" {
 		if _, err := checkers.ParseGuarantee(string(s.Refutes)); err != nil || s.Refutes == checkers.None {
 			return bad("refutes %q: want a guarantee to be caught breaking", s.Refutes)
+		}
+	}
+	for _, p := range s.Probes {
+		if !probe.Known(p) {
+			return bad("probes: unknown probe %q (known: %s)", p, strings.Join(probe.Names(), ", "))
 		}
 	}
 	return nil

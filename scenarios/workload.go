@@ -220,11 +220,24 @@ func (wl *workload) checkOptions() checkers.Options {
 // topic (the output, for produce-only), the sink, and a
 // consume-transform-produce pipeline's output topic, read as its
 // downstream consumers read it (consumer isolation.level).
+//
+// A read that gets stuck is recorded as far as it got (the checkers report
+// final-read-stuck); the others go on. The error is the world's failure
+// (a panic, a livelock), which ends the run.
 func (wl *workload) finalReads() error {
+	read := func(tp metadata.TopicPartition, iso history.Isolation, output bool) error {
+		err := wl.c.finalRead(wl.rec, tp, iso, output, finalReadBudget, wl.acknowledged[tp])
+		if werr := wl.c.w.Err(); werr != nil {
+			return werr
+		}
+		if err != nil {
+			wl.c.w.Trace().Note("final-read-stuck: " + err.Error())
+		}
+		return nil
+	}
 	output := wl.s.Workload.Kind == ProduceOnly
 	for p := range wl.s.Cluster.Partitions {
-		tp := metadata.TopicPartition{Topic: inputTopic, Partition: int32(p)}
-		if err := wl.c.finalRead(wl.rec, tp, history.ReadCommitted, output, finalReadBudget); err != nil {
+		if err := read(metadata.TopicPartition{Topic: inputTopic, Partition: int32(p)}, history.ReadCommitted, output); err != nil {
 			return err
 		}
 	}
@@ -234,14 +247,19 @@ func (wl *workload) finalReads() error {
 			iso = history.ReadCommitted
 		}
 		for p := range wl.s.Cluster.Partitions {
-			tp := metadata.TopicPartition{Topic: outputTopic, Partition: int32(p)}
-			if err := wl.c.finalRead(wl.rec, tp, iso, true, finalReadBudget); err != nil {
+			if err := read(metadata.TopicPartition{Topic: outputTopic, Partition: int32(p)}, iso, true); err != nil {
 				return err
 			}
 		}
 	}
 	if wl.c.hasSink {
-		return wl.c.finalReadSink(wl.rec, finalReadBudget)
+		err := wl.c.finalReadSink(wl.rec, finalReadBudget)
+		if werr := wl.c.w.Err(); werr != nil {
+			return werr
+		}
+		if err != nil {
+			wl.c.w.Trace().Note("final-read-stuck: " + err.Error())
+		}
 	}
 	return nil
 }

@@ -5,102 +5,58 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"runtime"
-	"strconv"
+	"slices"
 	"strings"
-	"sync"
 	"text/tabwriter"
 
 	"github.com/kafkasim/kafkasim/checkers"
-	"github.com/kafkasim/kafkasim/history"
+	"github.com/kafkasim/kafkasim/probe"
 	"github.com/kafkasim/kafkasim/scenarios"
-	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 )
 
-// DefaultMatrixSeeds is the seeds per claiming scenario of a plain
-// `kafkasim matrix`; DefaultTwinSeeds bounds the seeds a weak twin gets to
-// show its violation (it stops at the first).
+// DefaultMatrixSeeds is the seeds every scenario of a plain `kafkasim
+// matrix` runs: each claim on every one, each weak twin too, so its catch
+// rate is measured, not just its first catch.
+const DefaultMatrixSeeds = 200
+
+// Power targets the matrix reports against: a claim's verdict is evidence
+// when its runs acknowledged most of what they meant to send, and a weak
+// twin's when it is caught on most seeds.
 const (
-	DefaultMatrixSeeds = 20
-	DefaultTwinSeeds   = 100
+	targetAckedMedian = 0.8
+	targetAckedP10    = 0.3
+	targetCatchRate   = 0.5
 )
-
-// job is one (scenario, seed) run.
-type job struct {
-	s    scenarios.Scenario
-	seed uint64
-}
-
-type outcome struct {
-	job
-	r   *scenarios.Result
-	err error
-}
-
-// runJobs runs jobs on parallel workers; each world is single-threaded and
-// independent, so parallelism never changes a run. done is called as jobs
-// complete, from one goroutine; a job for which skip (called from the
-// feeding goroutine, under the same lock as done) reports true is not run.
-func runJobs(jobs []job, parallel int, done func(outcome)) {
-	runJobsSkipping(jobs, parallel, nil, done)
-}
-
-func runJobsSkipping(jobs []job, parallel int, skip func(job) bool, done func(outcome)) {
-	if parallel < 1 {
-		parallel = runtime.GOMAXPROCS(0)
-	}
-	in := make(chan job)
-	out := make(chan outcome)
-	var wg sync.WaitGroup
-	for range parallel {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range in {
-				r, err := scenarios.Run(j.s, scenarios.RunOptions{Seed: j.seed})
-				out <- outcome{job: j, r: r, err: err}
-			}
-		}()
-	}
-	var mu sync.Mutex
-	go func() {
-		for _, j := range jobs {
-			mu.Lock()
-			skipped := skip != nil && skip(j)
-			mu.Unlock()
-			if !skipped {
-				in <- j
-			}
-		}
-		close(in)
-		wg.Wait()
-		close(out)
-	}()
-	for o := range out {
-		mu.Lock()
-		done(o)
-		mu.Unlock()
-	}
-}
 
 // row is one scenario's line of the matrix.
 type row struct {
-	Scenario  string `json:"scenario"`
-	Claims    string `json:"claims"`
-	Checked   string `json:"checked"`
-	Twin      bool   `json:"twin"`
-	Seeds     int    `json:"seeds"`
-	Violated  int    `json:"violated"`
-	FirstSeed uint64 `json:"first_failing_seed,omitempty"`
-	Failure   string `json:"failure,omitempty"`
-	Anomalies string `json:"anomalies,omitempty"`
-	Observed  string `json:"observed"` // the strongest guarantee that held on every seed
-	held      map[checkers.Guarantee]bool
-	Pass      bool   `json:"pass"`
-	Repro     string `json:"repro,omitempty"`
-	Error     string `json:"error,omitempty"`
+	Scenario  string   `json:"scenario"`
+	Faults    string   `json:"faults"`
+	Claims    string   `json:"claims"`
+	Checked   string   `json:"checked"`
+	Twin      bool     `json:"twin"`
+	Seeds     int      `json:"seeds"`
+	Violated  int      `json:"violated"`
+	Untested  int      `json:"untested"` // runs that held without reaching every probe the claim names
+	CatchRate float64  `json:"catch_rate,omitempty"`
+	FirstSeed uint64   `json:"first_failing_seed,omitempty"`
+	Failure   string   `json:"failure,omitempty"`
+	Anomalies string   `json:"anomalies,omitempty"`
+	Observed  string   `json:"observed"` // the strongest guarantee that held on every seed
+	AckMedian float64  `json:"acknowledged_median"`
+	AckP10    float64  `json:"acknowledged_p10"`
+	Required  []string `json:"required_probes,omitempty"`
+	// NeverReached lists required probes no seed reached: the claim is
+	// untested.
+	NeverReached []string       `json:"never_reached,omitempty"`
+	Reached      map[string]int `json:"probes_reached"` // per probe, the seeds that reached it
+	Probes       probe.Counts   `json:"probes"`         // hits summed over the seeds
+	Pass         bool           `json:"pass"`
+	Result       string         `json:"result"`
+	Repro        string         `json:"repro,omitempty"`
+	Error        string         `json:"error,omitempty"`
+	held         map[checkers.Guarantee]bool
+	st           stats
 }
 
 // observed is the strongest guarantee that held on every seed so far.
@@ -113,19 +69,72 @@ func (rw *row) observed() string {
 	return string(checkers.None)
 }
 
+// judge fills the row's verdict once every seed has run: a claim held
+// when no seed violated it and every probe it names was reached on some
+// seed (else untested); a twin passes when some seed caught it.
+func (rw *row) judge(s scenarios.Scenario) {
+	rw.Observed = rw.observed()
+	rw.Violated, rw.Untested = rw.st.violated, rw.st.untested
+	rw.AckMedian, rw.AckP10 = rw.st.ackQuantile(0.5), rw.st.ackQuantile(0.1)
+	rw.Probes, rw.Reached = rw.st.probes, rw.st.reached
+	if rw.Reached == nil {
+		rw.Reached = map[string]int{}
+	}
+	rw.Required = s.Probes
+	for _, p := range s.Probes {
+		if rw.Reached[p] == 0 {
+			rw.NeverReached = append(rw.NeverReached, p)
+		}
+	}
+	if rw.Seeds > 0 && rw.Twin {
+		rw.CatchRate = float64(rw.Violated) / float64(rw.Seeds)
+	}
+	switch {
+	case rw.Error != "":
+		rw.Result = "ERROR: " + rw.Error
+	case rw.Twin && rw.Violated > 0:
+		rw.Pass, rw.Result = true, fmt.Sprintf("caught %d/%d (%.0f%%: %s)", rw.Violated, rw.Seeds, 100*rw.CatchRate, rw.Anomalies)
+	case rw.Twin:
+		rw.Result = fmt.Sprintf("NOT CAUGHT in %d seeds", rw.Seeds)
+	case rw.Violated > 0:
+		rw.Result = fmt.Sprintf("VIOLATED %d/%d: %s (%s)", rw.Violated, rw.Seeds, rw.Failure, rw.Anomalies)
+	case len(rw.NeverReached) > 0:
+		rw.Result = fmt.Sprintf("UNTESTED: %s never reached in %d seeds", strings.Join(rw.NeverReached, ", "), rw.Seeds)
+	default:
+		rw.Pass = true
+		rw.Result = fmt.Sprintf("held %d/%d", rw.Seeds, rw.Seeds)
+		if rw.Untested > 0 {
+			rw.Result += fmt.Sprintf(" (%d at stake)", rw.Seeds-rw.Untested)
+		}
+	}
+}
+
+// weak says how a row falls short of the power targets ("" when it does
+// not): a claim whose runs acknowledged little, a twin caught rarely.
+func (rw *row) weak() string {
+	switch {
+	case rw.Error != "":
+		return ""
+	case rw.Twin && rw.CatchRate < targetCatchRate:
+		return fmt.Sprintf("caught on %.0f%% of seeds (target %.0f%%)", 100*rw.CatchRate, 100*targetCatchRate)
+	case !rw.Twin && (rw.AckMedian < targetAckedMedian || rw.AckP10 < targetAckedP10):
+		return fmt.Sprintf("acknowledged median %.2f, 10th percentile %.2f (targets %.1f, %.1f)", rw.AckMedian, rw.AckP10, targetAckedMedian, targetAckedP10)
+	}
+	return ""
+}
+
 func runMatrix(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("matrix", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	seeds := fs.Int("seeds", DefaultMatrixSeeds, "seeds per claiming scenario (1..N)")
-	twinSeeds := fs.Int("twin-seeds", DefaultTwinSeeds, "most seeds a weak twin gets to be caught (it stops at the first)")
+	seeds := fs.Int("seeds", DefaultMatrixSeeds, "seeds per scenario, claims and twins alike (1..N)")
 	asJSON := fs.Bool("json", false, "print one JSON object per scenario")
 	parallel := fs.Int("parallel", 0, "worlds run at once (0: GOMAXPROCS)")
 	only := fs.String("scenarios", "", "comma-separated scenario names (default: all)")
 	if err := fs.Parse(args); err != nil {
 		return exitBadInput
 	}
-	if *seeds < 1 || *twinSeeds < 1 {
-		return badInput(stderr, "--seeds %d and --twin-seeds %d must be at least 1", *seeds, *twinSeeds)
+	if *seeds < 1 {
+		return badInput(stderr, "--seeds %d must be at least 1", *seeds)
 	}
 	list := scenarios.List()
 	if *only != "" {
@@ -139,27 +148,18 @@ func runMatrix(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	rows := map[string]*row{}
-	most := *seeds
 	for _, s := range list {
-		claims := string(s.Expect)
-		rows[s.Name] = &row{Scenario: s.Name, Claims: claims, Checked: string(s.Checked()), Twin: s.Twin(),
+		rows[s.Name] = &row{Scenario: s.Name, Faults: s.Faults, Claims: string(s.Expect), Checked: string(s.Checked()), Twin: s.Twin(),
 			held: map[checkers.Guarantee]bool{checkers.ExactlyOnce: true, checkers.AtLeastOnce: true, checkers.AtMostOnce: true}}
-		if s.Twin() {
-			most = max(most, *twinSeeds)
-		}
 	}
-	// Seed-major order: every scenario advances together, and a twin stops
-	// being fed once it is caught.
+	// Seed-major order: every scenario advances together.
 	var jobs []job
-	for seed := 1; seed <= most; seed++ {
+	for seed := 1; seed <= *seeds; seed++ {
 		for _, s := range list {
-			if (s.Twin() && seed <= *twinSeeds) || (!s.Twin() && seed <= *seeds) {
-				jobs = append(jobs, job{s: s, seed: uint64(seed)})
-			}
+			jobs = append(jobs, job{s: s, seed: uint64(seed)})
 		}
 	}
-	skip := func(j job) bool { return j.s.Twin() && rows[j.s.Name].Violated > 0 }
-	runJobsSkipping(jobs, *parallel, skip, func(o outcome) {
+	runJobs(listJobs(jobs), *parallel, func(o outcome) {
 		rw := rows[o.s.Name]
 		rw.Seeds++
 		if o.err != nil {
@@ -168,291 +168,83 @@ func runMatrix(args []string, stdout, stderr io.Writer) int {
 			}
 			return
 		}
+		rw.st.add(o.r)
 		for g := range rw.held {
 			if o.r.Panic != "" || !o.r.Verdict.Holds(g) {
 				rw.held[g] = false
 			}
 		}
-		if !o.r.Holds {
-			rw.Violated++
-			if rw.FirstSeed == 0 || o.seed < rw.FirstSeed {
-				rw.FirstSeed = o.seed
-				rw.Failure = o.r.Failure
-				var names []string
-				for _, a := range o.r.Verdict.Anomalies {
-					names = append(names, a.Name)
-				}
-				if o.r.Panic != "" {
-					names = append(names, "panic")
-				}
-				rw.Anomalies = strings.Join(names, ",")
-				rw.Repro = fmt.Sprintf("kafkasim run --scenario %s --seed %d", o.s.Name, o.seed)
-			}
+		if !o.r.Holds && (rw.FirstSeed == 0 || o.seed < rw.FirstSeed) {
+			rw.FirstSeed = o.seed
+			rw.Failure = o.r.Failure
+			rw.Anomalies = anomalyNames(o.r)
+			rw.Repro = fmt.Sprintf("kafkasim run --scenario %s --seed %d", o.s.Name, o.seed)
 		}
 	})
 	exit := exitOK
+	var weak []string
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	if !*asJSON {
-		fmt.Fprintln(tw, "SCENARIO\tCLAIMS\tCHECKS\tOBSERVED\tRESULT\tFIRST FAILING SEED")
+		fmt.Fprintln(tw, "SCENARIO\tFAULTS\tCLAIMS\tCHECKS\tOBSERVED\tACKED MEDIAN/P10\tRESULT\tFIRST FAILING SEED")
 	}
 	for _, s := range list {
 		rw := rows[s.Name]
-		rw.Observed = rw.observed()
-		result := ""
-		switch {
-		case rw.Error != "":
-			result = "ERROR: " + rw.Error
-		case rw.Twin && rw.Violated > 0:
-			rw.Pass, result = true, fmt.Sprintf("caught %d/%d (%s)", rw.Violated, rw.Seeds, rw.Anomalies)
-		case rw.Twin:
-			result = fmt.Sprintf("NOT CAUGHT in %d seeds", rw.Seeds)
-		case rw.Violated == 0:
-			rw.Pass, result = true, fmt.Sprintf("held %d/%d", rw.Seeds, rw.Seeds)
-		default:
-			result = fmt.Sprintf("VIOLATED %d/%d: %s (%s)", rw.Violated, rw.Seeds, rw.Failure, rw.Anomalies)
-		}
+		rw.judge(s)
 		if !rw.Pass {
 			exit = exitViolation
 		}
-		checks := rw.Checked
-		if rw.Twin {
-			checks = "refutes " + checks
+		if w := rw.weak(); w != "" {
+			weak = append(weak, rw.Scenario+": "+w)
 		}
 		if *asJSON {
 			b, _ := json.Marshal(rw)
 			fmt.Fprintln(stdout, string(b))
 			continue
 		}
+		checks := rw.Checked
+		if rw.Twin {
+			checks = "refutes " + checks
+		}
 		first := ""
 		if rw.FirstSeed != 0 {
 			first = fmt.Sprintf("%d: %s", rw.FirstSeed, rw.Repro)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", rw.Scenario, rw.Claims, checks, rw.Observed, result, first)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.2f/%.2f\t%s\t%s\n", rw.Scenario, rw.Faults, rw.Claims, checks, rw.Observed, rw.AckMedian, rw.AckP10, rw.Result, first)
 	}
 	tw.Flush()
-	if !*asJSON {
-		if exit == exitOK {
-			fmt.Fprintln(stdout, "matrix: every claimed guarantee held on every seed and every weak twin was caught")
-		} else {
-			fmt.Fprintln(stdout, "matrix: FAILED")
-		}
+	if *asJSON {
+		return exit
 	}
-	return exit
-}
-
-// parseRange reads "A-B" (or "N").
-func parseRange(s string) (lo, hi uint64, err error) {
-	a, b, found := strings.Cut(s, "-")
-	if lo, err = strconv.ParseUint(a, 10, 64); err != nil {
-		return 0, 0, fmt.Errorf("--seeds %q: want A-B", s)
-	}
-	hi = lo
-	if found {
-		if hi, err = strconv.ParseUint(b, 10, 64); err != nil || hi < lo {
-			return 0, 0, fmt.Errorf("--seeds %q: want A-B with A <= B", s)
-		}
-	}
-	return lo, hi, nil
-}
-
-// parseShard reads "I/N" (1 <= I <= N).
-func parseShard(s string) (i, n uint64, err error) {
-	a, b, found := strings.Cut(s, "/")
-	i, err1 := strconv.ParseUint(a, 10, 64)
-	n, err2 := strconv.ParseUint(b, 10, 64)
-	if !found || err1 != nil || err2 != nil || n == 0 || i < 1 || i > n {
-		return 0, 0, fmt.Errorf("--shard %q: want I/N with 1 <= I <= N", s)
-	}
-	return i, n, nil
-}
-
-func runSweep(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	sf := addScenarioFlags(fs)
-	seedsFlag := fs.String("seeds", "1-100", "seed range A-B")
-	shardFlag := fs.String("shard", "1/1", "this shard I of N: runs the seeds s with s mod N == I-1")
-	asJSON := fs.Bool("json", false, "JSON lines even on a terminal")
-	parallel := fs.Int("parallel", 0, "worlds run at once (0: GOMAXPROCS)")
-	if err := fs.Parse(args); err != nil {
-		return exitBadInput
-	}
-	s, err := sf.load()
-	if err != nil {
-		return badInput(stderr, "%v", err)
-	}
-	lo, hi, err := parseRange(*seedsFlag)
-	if err != nil {
-		return badInput(stderr, "%v", err)
-	}
-	si, sn, err := parseShard(*shardFlag)
-	if err != nil {
-		return badInput(stderr, "%v", err)
-	}
-	var jobs []job
-	for seed := lo; seed <= hi; seed++ {
-		if seed%sn == si-1 {
-			jobs = append(jobs, job{s: s, seed: seed})
-		}
-	}
-	f, isFile := stdout.(*os.File)
-	terminal := isFile && term.IsTerminal(int(f.Fd())) && !*asJSON
-	var bar *progressbar.ProgressBar
-	if terminal {
-		bar = progressbar.NewOptions(len(jobs), progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription(s.Name),
-			progressbar.OptionShowCount(), progressbar.OptionClearOnFinish())
-	}
-	violated, errors := 0, 0
-	var failing []string
-	runJobs(jobs, *parallel, func(o outcome) {
-		if bar != nil {
-			_ = bar.Add(1)
-		}
-		line := repro(sf, o.seed, "", 0)
-		if o.err != nil {
-			errors++
-			if !terminal {
-				b, _ := json.Marshal(map[string]any{"scenario": s.Name, "seed": o.seed, "error": o.err.Error()})
-				fmt.Fprintln(stdout, string(b))
-			}
-			return
-		}
-		if !o.r.Holds {
-			violated++
-			failing = append(failing, fmt.Sprintf("seed %d: %s (%s) — %s", o.seed, o.r.Failure, anomalyNames(o.r), line))
-		}
-		if !terminal {
-			b, _ := json.Marshal(toJSON(o.r, line))
-			fmt.Fprintln(stdout, string(b))
-		}
-	})
-	if terminal {
-		for _, f := range failing {
-			fmt.Fprintln(stdout, f)
-		}
-		fmt.Fprintf(stdout, "sweep %s: %d seeds, %d violated, %d errors\n", s.Name, len(jobs), violated, errors)
-	}
-	if errors > 0 {
-		return exitBadInput
-	}
-	if violated > 0 {
-		return exitViolation
-	}
-	return exitOK
-}
-
-func anomalyNames(r *scenarios.Result) string {
-	var names []string
-	for _, a := range r.Verdict.Anomalies {
-		names = append(names, a.Name)
-	}
-	if r.Panic != "" {
-		names = append(names, "panic")
-	}
-	return strings.Join(names, ",")
-}
-
-func runShrink(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("shrink", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	sf := addScenarioFlags(fs)
-	seed := fs.Uint64("seed", 1, "the failing seed")
-	out := fs.String("out", "", "where to save the shrunk schedule (default shrunk-<scenario>-<seed>.json)")
-	runsMax := fs.Int("runs", 300, "most runs to spend")
-	if err := fs.Parse(args); err != nil {
-		return exitBadInput
-	}
-	s, err := sf.load()
-	if err != nil {
-		return badInput(stderr, "%v", err)
-	}
-	r, err := scenarios.Run(s, scenarios.RunOptions{Seed: *seed})
-	if err != nil {
-		return badInput(stderr, "%v", err)
-	}
-	if r.Holds {
-		fmt.Fprintf(stdout, "seed %d of %s does not fail: nothing to shrink\n", *seed, s.Name)
-		return exitOK
-	}
-	fmt.Fprintf(stdout, "seed: %d\nfailure: %s (%s)\nschedule: %d actions, %d messages\n", *seed, r.Failure, anomalyNames(r), len(r.Schedule), s.Workload.Messages)
-	sched, size, err := scenarios.Shrink(s, *seed, r, *runsMax, func(format string, a ...any) {
-		fmt.Fprintf(stdout, "  "+format+"\n", a...)
-	})
-	if err != nil {
-		return badInput(stderr, "%v", err)
-	}
-	path := *out
-	if path == "" {
-		path = fmt.Sprintf("shrunk-%s-%d.json", s.Name, *seed)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return badInput(stderr, "%v", err)
-	}
-	if err := sched.Save(f); err != nil {
-		f.Close()
-		return badInput(stderr, "%v", err)
-	}
-	f.Close()
-	fmt.Fprintf(stdout, "shrunk: %d actions, %d messages\n", len(sched), size)
-	for _, a := range sched {
-		fmt.Fprintf(stdout, "  %s\n", a)
-	}
-	fmt.Fprintf(stdout, "saved: %s\nrepro: %s\n", path, repro(sf, *seed, path, size))
-	return exitViolation
-}
-
-func runCheck(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	expect := fs.String("expect", "none", "the guarantee the history must show (exit 1 if not)")
-	htmlFile := fs.String("html", "", "write the visualization of a non-linearizable partition here")
-	keyOrder := fs.Bool("key-order", false, "per-key order was promised")
-	if err := fs.Parse(reorder(args)); err != nil {
-		return exitBadInput
-	}
-	if fs.NArg() != 1 {
-		return badInput(stderr, "check: want exactly one history file")
-	}
-	g, err := checkers.ParseGuarantee(*expect)
-	if err != nil {
-		return badInput(stderr, "%v", err)
-	}
-	f, err := os.Open(fs.Arg(0))
-	if err != nil {
-		return badInput(stderr, "%v", err)
-	}
-	defer f.Close()
-	h, err := history.Read(f)
-	if err != nil {
-		return badInput(stderr, "history %s: %v", fs.Arg(0), err)
-	}
-	v, err := checkers.Check(h, checkers.Options{KeyOrder: *keyOrder, HTML: *htmlFile})
-	if err != nil {
-		return badInput(stderr, "history %s: %v", fs.Arg(0), err)
-	}
-	fmt.Fprint(stdout, v.Summary())
-	fmt.Fprintf(stdout, "verdict: %s\n", verdictWord(v.Holds(g)))
-	if !v.Holds(g) {
-		return exitViolation
-	}
-	return exitOK
-}
-
-// reorder moves flags before positional arguments, so `check FILE --expect
-// G` works as well as `check --expect G FILE`.
-func reorder(args []string) []string {
-	var flags, pos []string
-	for i := 0; i < len(args); i++ {
-		if strings.HasPrefix(args[i], "-") {
-			flags = append(flags, args[i])
-			if !strings.Contains(args[i], "=") && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") && args[i] != "--key-order" && args[i] != "-key-order" {
-				flags = append(flags, args[i+1])
-				i++
-			}
+	fmt.Fprintln(stdout)
+	fmt.Fprintln(stdout, "probes reached (seeds that reached each, of each scenario's seeds):")
+	for _, s := range list {
+		rw := rows[s.Name]
+		if len(rw.Reached) == 0 {
 			continue
 		}
-		pos = append(pos, args[i])
+		var parts []string
+		for _, p := range probe.Names() {
+			if n := rw.Reached[p]; n > 0 {
+				mark := ""
+				if slices.Contains(s.Probes, p) {
+					mark = "*"
+				}
+				parts = append(parts, fmt.Sprintf("%s%s %d", p, mark, n))
+			}
+		}
+		fmt.Fprintf(stdout, "  %s: %s\n", rw.Scenario, strings.Join(parts, ", "))
 	}
-	return append(flags, pos...)
+	fmt.Fprintln(stdout, "  (* a probe the claim names)")
+	if len(weak) > 0 {
+		fmt.Fprintln(stdout, "\nbelow the power targets:")
+		for _, w := range weak {
+			fmt.Fprintln(stdout, "  "+w)
+		}
+	}
+	if exit == exitOK {
+		fmt.Fprintln(stdout, "\nmatrix: every claimed guarantee held on every seed, its probes reached, and every weak twin was caught")
+	} else {
+		fmt.Fprintln(stdout, "\nmatrix: FAILED")
+	}
+	return exit
 }

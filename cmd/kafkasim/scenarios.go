@@ -116,10 +116,12 @@ func repro(f scenarioFlags, seed uint64, faultsFile string, messages int) string
 
 // runJSON is run --json's object.
 type runJSON struct {
-	Scenario  string   `json:"scenario"`
-	Seed      uint64   `json:"seed"`
-	Checked   string   `json:"checked"`
-	Verdict   string   `json:"verdict"`
+	Scenario string `json:"scenario"`
+	Seed     uint64 `json:"seed"`
+	Checked  string `json:"checked"`
+	Verdict  string `json:"verdict"` // holds, untested or violated
+	// Untested lists the claim's probes the run never reached.
+	Untested  []string `json:"untested,omitempty"`
 	Observed  string   `json:"observed"`
 	Failure   string   `json:"failure,omitempty"`
 	Anomalies []string `json:"anomalies,omitempty"`
@@ -141,7 +143,7 @@ func verdictWord(holds bool) string {
 }
 
 func toJSON(r *scenarios.Result, reproLine string) runJSON {
-	j := runJSON{Scenario: r.Scenario, Seed: r.Seed, Checked: string(r.Checked), Verdict: verdictWord(r.Holds),
+	j := runJSON{Scenario: r.Scenario, Seed: r.Seed, Checked: string(r.Checked), Verdict: r.Word(), Untested: r.Untested,
 		Observed: string(r.Observed), Failure: r.Failure, TraceHash: r.TraceHash, Events: r.Events, Simulated: r.Simulated.String(),
 		Power: r.Power, AcknowledgedFraction: r.Power.AcknowledgedFraction(), Probes: r.Probes}
 	if j.Probes == nil {
@@ -217,7 +219,10 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 
 func printRun(w io.Writer, r *scenarios.Result, reproLine string) {
 	fmt.Fprintf(w, "checked: %s\n", r.Checked)
-	fmt.Fprintf(w, "verdict: %s\n", verdictWord(r.Holds))
+	fmt.Fprintf(w, "verdict: %s\n", r.Word())
+	if len(r.Untested) > 0 {
+		fmt.Fprintf(w, "untested: the claim's probes %s were never reached\n", strings.Join(r.Untested, ", "))
+	}
 	fmt.Fprintf(w, "observed: %s\n", r.Observed)
 	if !r.Holds {
 		fmt.Fprintf(w, "failure: %s\n", r.Failure)

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/kafkasim/kafkasim/checkers"
+	"github.com/kafkasim/kafkasim/history"
+)
+
+func runCheck(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	expect := fs.String("expect", "none", "the guarantee the history must show (exit 1 if not)")
+	htmlFile := fs.String("html", "", "write the visualization of a non-linearizable partition here")
+	keyOrder := fs.Bool("key-order", false, "per-key order was promised")
+	if err := fs.Parse(reorder(args)); err != nil {
+		return exitBadInput
+	}
+	if fs.NArg() != 1 {
+		return badInput(stderr, "check: want exactly one history file")
+	}
+	g, err := checkers.ParseGuarantee(*expect)
+	if err != nil {
+		return badInput(stderr, "%v", err)
+	}
+	f, err := os.Open(fs.Arg(0))
+	if err != nil {
+		return badInput(stderr, "%v", err)
+	}
+	defer f.Close()
+	h, err := history.Read(f)
+	if err != nil {
+		return badInput(stderr, "history %s: %v", fs.Arg(0), err)
+	}
+	v, err := checkers.Check(h, checkers.Options{KeyOrder: *keyOrder, HTML: *htmlFile})
+	if err != nil {
+		return badInput(stderr, "history %s: %v", fs.Arg(0), err)
+	}
+	fmt.Fprint(stdout, v.Summary())
+	fmt.Fprintf(stdout, "verdict: %s\n", verdictWord(v.Holds(g)))
+	if !v.Holds(g) {
+		return exitViolation
+	}
+	return exitOK
+}
+
+// reorder moves flags before positional arguments, so `check FILE --expect
+// G` works as well as `check --expect G FILE`.
+func reorder(args []string) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		if strings.HasPrefix(args[i], "-") {
+			flags = append(flags, args[i])
+			if !strings.Contains(args[i], "=") && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") && args[i] != "--key-order" && args[i] != "-key-order" {
+				flags = append(flags, args[i+1])
+				i++
+			}
+			continue
+		}
+		pos = append(pos, args[i])
+	}
+	return append(flags, pos...)
+}
