@@ -3,6 +3,8 @@ package broker
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/kafkasim/kafkasim/broker/metadata"
@@ -94,11 +96,11 @@ func (c *coordinator) offsetsPartition(groupID string) metadata.TopicPartition {
 // and forgets those of partitions it no longer leads.
 func (c *coordinator) metadataChanged() {
 	b := c.b
-	for _, part := range sortedInt32Keys(c.loaded) {
+	for _, part := range slices.Sorted(maps.Keys(c.loaded)) {
 		p := b.partitions[metadata.TopicPartition{Topic: metadata.OffsetsTopic, Partition: part}]
 		if p == nil || p.role != roleLeader || p.state.LeaderEpoch != c.loaded[part] {
 			delete(c.loaded, part)
-			for _, id := range sortedStringKeys(c.groups) {
+			for _, id := range slices.Sorted(maps.Keys(c.groups)) {
 				if c.offsetsPartition(id).Partition == part {
 					c.unloadGroup(c.groups[id])
 					delete(c.groups, id)
@@ -106,7 +108,7 @@ func (c *coordinator) metadataChanged() {
 			}
 		}
 	}
-	for _, tp := range sortedKeys(b.partitions) {
+	for _, tp := range slices.SortedFunc(maps.Keys(b.partitions), metadata.TopicPartition.Compare) {
 		p := b.partitions[tp]
 		if tp.Topic != metadata.OffsetsTopic || p.role != roleLeader {
 			continue
@@ -536,10 +538,10 @@ func (c *coordinator) handleOffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.Offs
 			topics := rg.Topics
 			if topics == nil && g != nil { // all committed partitions
 				byTopic := map[string][]int32{}
-				for _, tp := range sortedKeys(g.offsets) {
+				for _, tp := range slices.SortedFunc(maps.Keys(g.offsets), metadata.TopicPartition.Compare) {
 					byTopic[tp.Topic] = append(byTopic[tp.Topic], tp.Partition)
 				}
-				for _, tp := range sortedKeys(g.offsets) {
+				for _, tp := range slices.SortedFunc(maps.Keys(g.offsets), metadata.TopicPartition.Compare) {
 					if parts, ok := byTopic[tp.Topic]; ok {
 						gt := kmsg.NewOffsetFetchRequestGroupTopic()
 						gt.Topic, gt.Partitions = tp.Topic, parts

@@ -1,6 +1,8 @@
 package broker
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/kafkasim/kafkasim/broker/log"
@@ -63,7 +65,7 @@ func (f *fetcher) kick() {
 	now := f.b.e.Now()
 	var truncate, fetch []*fetchState
 	var wake env.Time
-	for _, tp := range sortedKeys(f.parts) {
+	for _, tp := range slices.SortedFunc(maps.Keys(f.parts), metadata.TopicPartition.Compare) {
 		s := f.parts[tp]
 		switch {
 		case now < s.delay:

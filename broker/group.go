@@ -3,6 +3,7 @@ package broker
 import (
 	"cmp"
 	"encoding/hex"
+	"maps"
 	"slices"
 	"time"
 
@@ -447,7 +448,9 @@ func (c *coordinator) completeJoin(g *group) {
 	}
 	prev := g.generation
 	g.generation++
-	assertf(g.generation > prev, "group %q: generation went from %d to %d", g.id, prev, g.generation)
+	if g.generation <= prev {
+		panic(invariantf("group %q: generation went from %d to %d", g.id, prev, g.generation))
+	}
 	if len(g.members) == 0 {
 		g.protocol, g.protocolType, g.leader = "", "", ""
 		c.transition(g, groupEmpty)
@@ -494,7 +497,7 @@ func (c *coordinator) pendingSyncExpired(g *group, gen int32) {
 	}
 	g.syncTimer = 0
 	var gone []string
-	for _, id := range sortedStringKeys(g.pendingSync) {
+	for _, id := range slices.Sorted(maps.Keys(g.pendingSync)) {
 		if m := g.members[id]; m != nil {
 			c.b.e.Log("group-member-evicted", "group", g.id, "member", id, "why", "no SyncGroup within the rebalance timeout")
 			c.removeMember(g, m)
@@ -597,7 +600,9 @@ func (c *coordinator) transition(g *group, next groupState) {
 	case groupEmpty:
 		ok = g.state == groupPreparingRebalance || g.state == groupEmpty
 	}
-	assertf(ok, "group %q: illegal transition %v → %v", g.id, g.state, next)
+	if !ok {
+		panic(invariantf("group %q: illegal transition %v → %v", g.id, g.state, next))
+	}
 	g.state = next
 }
 
@@ -781,39 +786,25 @@ func (b *Broker) Group(id string) (GroupState, bool) {
 	return s, true
 }
 
-// sortedStringKeys returns a map's keys in order.
-func sortedStringKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// sortedInt32Keys returns a map's keys in order.
-func sortedInt32Keys[V any](m map[int32]V) []int32 {
-	keys := make([]int32, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
 // checkInvariants asserts the coordinators' invariants: every group in a
 // generation has its leader among its members and an Empty group has none;
 // then the transaction side's (txnCoordinator.checkInvariants).
 func (c *coordinator) checkInvariants() {
-	for _, id := range sortedStringKeys(c.groups) {
-		g := c.groups[id]
+	checkEach(c.groups, cmp.Compare[string], func(id string, g *group) string {
 		switch g.state {
 		case groupStable, groupCompletingRebalance:
-			assertf(len(g.members) > 0, "group %q: %v without members", id, g.state)
-			assertf(g.members[g.leader] != nil, "group %q: leader %q not a member", id, g.leader)
+			if len(g.members) == 0 {
+				return invariantf("group %q: %v without members", id, g.state)
+			}
+			if g.members[g.leader] == nil {
+				return invariantf("group %q: leader %q not a member", id, g.leader)
+			}
 		case groupEmpty:
-			assertf(len(g.members) == 0, "group %q: Empty with %d members", id, len(g.members))
+			if len(g.members) != 0 {
+				return invariantf("group %q: Empty with %d members", id, len(g.members))
+			}
 		}
-	}
+		return ""
+	})
 	c.txn.checkInvariants()
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"encoding/binary"
+	"maps"
 	"slices"
 	"time"
 
@@ -212,7 +213,7 @@ func (c *coordinator) applyTxnOffset(pid int64, key, value []byte, off int64) {
 // part: commit makes its pending offsets committed (unless a later plain
 // commit superseded one), abort drops them.
 func (c *coordinator) completeTxnOffsets(part int32, pid int64, commit bool) {
-	for _, id := range sortedStringKeys(c.groups) {
+	for _, id := range slices.Sorted(maps.Keys(c.groups)) {
 		g := c.groups[id]
 		pend := g.pendingTxnOffsets[pid]
 		if pend == nil || c.offsetsPartition(id).Partition != part {
@@ -386,7 +387,7 @@ func (c *coordinator) storeGroup(g *group, done func(code int16)) {
 // loaded from offsets partition part: they must heartbeat to the new
 // coordinator within their session timeout.
 func (c *coordinator) resumeGroups(part int32) {
-	for _, id := range sortedStringKeys(c.groups) {
+	for _, id := range slices.Sorted(maps.Keys(c.groups)) {
 		g := c.groups[id]
 		if c.offsetsPartition(id).Partition != part || len(g.members) == 0 {
 			continue
@@ -406,7 +407,7 @@ func (c *coordinator) unloadGroup(g *group) {
 		e.Cancel(g.joinTimer)
 	}
 	c.cancelSyncTimer(g)
-	for _, id := range sortedStringKeys(g.pendingMembers) {
+	for _, id := range slices.Sorted(maps.Keys(g.pendingMembers)) {
 		e.Cancel(g.pendingMembers[id])
 	}
 	for _, m := range g.sortedMembers() {

@@ -64,9 +64,9 @@ func (b *Broker) serve(r *rpc.Request) {
 // checkInvariants asserts every replica's invariants; it runs after every
 // request and every replication step.
 func (b *Broker) checkInvariants() {
-	for _, tp := range sortedKeys(b.partitions) {
-		b.partitions[tp].checkInvariants()
-	}
+	checkEach(b.partitions, metadata.TopicPartition.Compare, func(_ metadata.TopicPartition, p *partition) string {
+		return p.invariantViolation()
+	})
 	b.coordinators.checkInvariants()
 }
 

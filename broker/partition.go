@@ -229,7 +229,9 @@ func (p *partition) maybeAdvanceHighWatermark() {
 		p.hw = hw
 		p.wakeWaiters()
 	}
-	assertf(p.hw <= p.log.LogEndOffset(), "high watermark %d past log end %d of %v", p.hw, p.log.LogEndOffset(), p.tp)
+	if p.hw > p.log.LogEndOffset() {
+		panic(invariantf("high watermark %d past log end %d of %v", p.hw, p.log.LogEndOffset(), p.tp))
+	}
 }
 
 // wakeWaiters lets parked requests check again.
@@ -253,34 +255,44 @@ func (p *partition) failWaiters() { p.wakeWaiters() }
 // lastStableOffset is the LSO for read_committed consumers.
 func (p *partition) lastStableOffset() int64 { return p.log.LastStableOffset(p.hw) }
 
-// checkInvariants panics, naming the invariant, if this replica is in an
-// impossible state. The broker calls it after every step.
-func (p *partition) checkInvariants() {
+// invariantViolation names the first invariant this replica breaks, or is
+// "" if it is in a possible state; Broker.checkInvariants asks after every
+// step. A leader that passes the high watermark checks records its high
+// watermark as the floor for the rest of its epoch.
+func (p *partition) invariantViolation() string {
 	if p.log == nil {
-		return
+		return ""
 	}
 	leo := p.log.LogEndOffset()
-	assertf(p.hw <= leo, "high watermark %d past log end %d of %v", p.hw, leo, p.tp)
-	assertf(p.hw >= p.log.LogStartOffset(), "high watermark %d below log start %d of %v", p.hw, p.log.LogStartOffset(), p.tp)
-	if p.role != roleLeader {
-		return
+	if p.hw > leo {
+		return invariantf("high watermark %d past log end %d of %v", p.hw, leo, p.tp)
 	}
-	assertf(p.state.Leader == p.b.opts.ID, "%v: acting as leader while the controller named %d", p.tp, p.state.Leader)
-	assertf(len(p.state.ISR) > 0, "%v: ISR is empty", p.tp)
-	assertf(p.state.InISR(p.b.opts.ID), "%v: leader %d not in its ISR %v", p.tp, p.b.opts.ID, p.state.ISR)
-	if p.hwFloorEpoch == p.state.LeaderEpoch {
-		assertf(p.hw >= p.hwFloor, "%v: leader high watermark moved back from %d to %d within epoch %d", p.tp, p.hwFloor, p.hw, p.state.LeaderEpoch)
+	if p.hw < p.log.LogStartOffset() {
+		return invariantf("high watermark %d below log start %d of %v", p.hw, p.log.LogStartOffset(), p.tp)
+	}
+	if p.role != roleLeader {
+		return ""
+	}
+	if p.state.Leader != p.b.opts.ID {
+		return invariantf("%v: acting as leader while the controller named %d", p.tp, p.state.Leader)
+	}
+	if len(p.state.ISR) == 0 {
+		return invariantf("%v: ISR is empty", p.tp)
+	}
+	if !p.state.InISR(p.b.opts.ID) {
+		return invariantf("%v: leader %d not in its ISR %v", p.tp, p.b.opts.ID, p.state.ISR)
+	}
+	if p.hwFloorEpoch == p.state.LeaderEpoch && p.hw < p.hwFloor {
+		return invariantf("%v: leader high watermark moved back from %d to %d within epoch %d", p.tp, p.hwFloor, p.hw, p.state.LeaderEpoch)
 	}
 	p.hwFloor, p.hwFloorEpoch = p.hw, p.state.LeaderEpoch
-	entries := p.log.EpochEntries()
-	for i := 1; i < len(entries); i++ {
-		assertf(entries[i].Epoch > entries[i-1].Epoch && entries[i].StartOffset >= entries[i-1].StartOffset,
-			"%v: epoch cache not monotonic: %v then %v", p.tp, entries[i-1], entries[i])
+	var prev log.EpochEntry
+	first := true
+	for e := range p.log.Epochs() {
+		if !first && (e.Epoch <= prev.Epoch || e.StartOffset < prev.StartOffset) {
+			return invariantf("%v: epoch cache not monotonic: %v then %v", p.tp, prev, e)
+		}
+		prev, first = e, false
 	}
-}
-
-func assertf(cond bool, format string, args ...any) {
-	if !cond {
-		panic(fmt.Sprintf("broker invariant: "+format, args...))
-	}
+	return ""
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -130,11 +131,11 @@ func (tc *txnCoordinator) current(t *txnMeta) bool { return tc.txns[t.id] == t }
 // longer leads and loads those of partitions it now leads.
 func (tc *txnCoordinator) metadataChanged() {
 	b := tc.b
-	for _, part := range sortedInt32Keys(tc.loaded) {
+	for _, part := range slices.Sorted(maps.Keys(tc.loaded)) {
 		p := b.partitions[metadata.TopicPartition{Topic: metadata.TransactionTopic, Partition: part}]
 		if p == nil || p.role != roleLeader || p.state.LeaderEpoch != tc.loaded[part] {
 			delete(tc.loaded, part)
-			for _, id := range sortedStringKeys(tc.txns) {
+			for _, id := range slices.Sorted(maps.Keys(tc.txns)) {
 				if tc.partitionFor(id).Partition == part {
 					if j := tc.txns[id].markers; j != nil {
 						j.stop()
@@ -145,7 +146,7 @@ func (tc *txnCoordinator) metadataChanged() {
 			b.e.Log("txn-unloaded", "partition", part)
 		}
 	}
-	for _, tp := range sortedKeys(b.partitions) {
+	for _, tp := range slices.SortedFunc(maps.Keys(b.partitions), metadata.TopicPartition.Compare) {
 		p := b.partitions[tp]
 		if tp.Topic != metadata.TransactionTopic || p.role != roleLeader {
 			continue
@@ -160,7 +161,7 @@ func (tc *txnCoordinator) metadataChanged() {
 		tc.loaded[tp.Partition] = p.state.LeaderEpoch
 		// Finish what the previous coordinator decided: a Prepare* state
 		// is a decision whose markers may not all have been written.
-		for _, id := range sortedStringKeys(tc.txns) {
+		for _, id := range slices.Sorted(maps.Keys(tc.txns)) {
 			if t := tc.txns[id]; tc.partitionFor(id) == tp && t.State.prepared() {
 				b.e.Log("txn-resume", "id", id, "state", t.State.String(), "pid", t.ProducerID, "epoch", t.ProducerEpoch)
 				b.e.Probe(probe.CoordinatorLoadedPreparedTransaction, id)
@@ -173,7 +174,7 @@ func (tc *txnCoordinator) metadataChanged() {
 // load replays a __transaction_state partition's log: the last record of
 // each transactional id is its state.
 func (tc *txnCoordinator) load(p *partition) error {
-	for _, id := range sortedStringKeys(tc.txns) {
+	for _, id := range slices.Sorted(maps.Keys(tc.txns)) {
 		if tc.partitionFor(id) == p.tp {
 			delete(tc.txns, id)
 		}
@@ -248,10 +249,15 @@ func replayLog(p *partition, apply func(record.Batch, record.Record), marker fun
 // __transaction_state partition; done gets 0 or the error that stopped
 // it (t then keeps its old state, as Kafka's coordinator does).
 func (tc *txnCoordinator) persist(t *txnMeta, next txnRecord, done func(code int16)) {
-	assertf(t.pending == txnNone, "transaction %q: write of %v while %v is pending", t.id, next.State, t.pending)
-	assertf(validTxnTransition(t.State, next.State), "transaction %q: illegal transition %v → %v", t.id, t.State, next.State)
-	assertf(next.ProducerID != t.ProducerID || next.ProducerEpoch >= t.ProducerEpoch,
-		"transaction %q: producer %d epoch went back from %d to %d", t.id, t.ProducerID, t.ProducerEpoch, next.ProducerEpoch)
+	if t.pending != txnNone {
+		panic(invariantf("transaction %q: write of %v while %v is pending", t.id, next.State, t.pending))
+	}
+	if !validTxnTransition(t.State, next.State) {
+		panic(invariantf("transaction %q: illegal transition %v → %v", t.id, t.State, next.State))
+	}
+	if next.ProducerID == t.ProducerID && next.ProducerEpoch < t.ProducerEpoch {
+		panic(invariantf("transaction %q: producer %d epoch went back from %d to %d", t.id, t.ProducerID, t.ProducerEpoch, next.ProducerEpoch))
+	}
 	p, code := tc.serving(t.id)
 	if code != 0 {
 		done(code)
@@ -266,7 +272,9 @@ func (tc *txnCoordinator) persist(t *txnMeta, next txnRecord, done func(code int
 			code = kerr.NotCoordinator.Code
 		}
 		if code == 0 {
-			assertf(validTxnTransition(t.State, next.State), "transaction %q: illegal transition %v → %v", t.id, t.State, next.State)
+			if !validTxnTransition(t.State, next.State) {
+				panic(invariantf("transaction %q: illegal transition %v → %v", t.id, t.State, next.State))
+			}
 			tc.b.e.Log("txn-state", "id", t.id, "from", t.State.String(), "to", next.State.String(), "pid", next.ProducerID, "epoch", next.ProducerEpoch, "partitions", len(next.Partitions))
 			t.txnRecord = next
 		}
@@ -420,7 +428,7 @@ func (tc *txnCoordinator) fence(t *txnMeta, why string, done func(code int16)) {
 func (tc *txnCoordinator) abortTimedOut() {
 	defer tc.b.e.AfterFunc(txnTimeoutCheckInterval, tc.abortTimedOut)
 	now := tc.b.e.Now()
-	for _, id := range sortedStringKeys(tc.txns) {
+	for _, id := range slices.Sorted(maps.Keys(tc.txns)) {
 		t := tc.txns[id]
 		if t.State != txnOngoing || t.pending != txnNone || now.Sub(t.Started) <= t.Timeout {
 			continue

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -50,7 +51,9 @@ func (j *markerJob) live() bool {
 
 // startMarkers writes the markers of t's Prepare* state.
 func (tc *txnCoordinator) startMarkers(t *txnMeta) {
-	assertf(t.State.prepared(), "transaction %q: markers for state %v", t.id, t.State)
+	if !t.State.prepared() {
+		panic(invariantf("transaction %q: markers for state %v", t.id, t.State))
+	}
 	if t.markers != nil {
 		t.markers.stop()
 	}
@@ -314,25 +317,33 @@ func (tc *txnCoordinator) appendMarker(tp metadata.TopicPartition, m kmsg.WriteT
 	delete(tc.guards, txnGuardKey{tp, m.ProducerID})
 	p.maybeAdvanceHighWatermark()
 	p.wakeWaiters()
-	tc.checkLastStableOffset(p)
+	if msg := tc.lastStableOffsetViolation(p); msg != "" {
+		panic(msg)
+	}
 	return p, res.LastOffset + 1, 0
 }
 
-// checkLastStableOffset asserts that p's last stable offset never passes
-// its high watermark, and never moves back while p leads in one epoch:
+// lastStableOffsetViolation names what is wrong if p's last stable offset
+// passes its high watermark, or moves back while p leads in one epoch
+// (else it records the LSO as the floor for the epoch, and is ""):
 // read_committed consumers read below it, so it must never expose what is
 // not committed, nor withdraw what it exposed.
-func (tc *txnCoordinator) checkLastStableOffset(p *partition) {
+func (tc *txnCoordinator) lastStableOffsetViolation(p *partition) string {
 	if p.log == nil || p.role != roleLeader {
-		return
+		return ""
 	}
 	lso := p.lastStableOffset()
-	assertf(lso <= p.hw, "%v: last stable offset %d past high watermark %d", p.tp, lso, p.hw)
-	floor, ok := tc.lsoFloor[p.tp]
-	if ok && floor.epoch == p.state.LeaderEpoch {
-		assertf(lso >= floor.lso, "%v: last stable offset moved back from %d to %d in leader epoch %d", p.tp, floor.lso, lso, floor.epoch)
+	if lso > p.hw {
+		return invariantf("%v: last stable offset %d past high watermark %d", p.tp, lso, p.hw)
 	}
-	tc.lsoFloor[p.tp] = lsoMark{epoch: p.state.LeaderEpoch, lso: lso}
+	floor, ok := tc.lsoFloor[p.tp]
+	if ok && floor.epoch == p.state.LeaderEpoch && lso < floor.lso {
+		return invariantf("%v: last stable offset moved back from %d to %d in leader epoch %d", p.tp, floor.lso, lso, floor.epoch)
+	}
+	if mark := (lsoMark{epoch: p.state.LeaderEpoch, lso: lso}); !ok || mark != floor {
+		tc.lsoFloor[p.tp] = mark
+	}
+	return ""
 }
 
 type lsoMark struct {
@@ -344,13 +355,19 @@ type lsoMark struct {
 // step: a completed transaction holds no partitions and an open one holds
 // some; every partition this broker leads keeps its LSO in bounds.
 func (tc *txnCoordinator) checkInvariants() {
-	for _, id := range sortedStringKeys(tc.txns) {
-		t := tc.txns[id]
-		assertf(!t.State.completed() || len(t.Partitions) == 0, "transaction %q: %v still holds partitions %v", id, t.State, t.Partitions)
-		assertf(t.State != txnOngoing || len(t.Partitions) > 0, "transaction %q: Ongoing with no partitions", id)
-		assertf(t.pending == txnNone || validTxnTransition(t.State, t.pending), "transaction %q: pending %v from %v", id, t.pending, t.State)
-	}
-	for _, tp := range sortedKeys(tc.b.partitions) {
-		tc.checkLastStableOffset(tc.b.partitions[tp])
-	}
+	checkEach(tc.txns, cmp.Compare[string], func(id string, t *txnMeta) string {
+		if t.State.completed() && len(t.Partitions) > 0 {
+			return invariantf("transaction %q: %v still holds partitions %v", id, t.State, t.Partitions)
+		}
+		if t.State == txnOngoing && len(t.Partitions) == 0 {
+			return invariantf("transaction %q: Ongoing with no partitions", id)
+		}
+		if t.pending != txnNone && !validTxnTransition(t.State, t.pending) {
+			return invariantf("transaction %q: pending %v from %v", id, t.pending, t.State)
+		}
+		return ""
+	})
+	checkEach(tc.b.partitions, metadata.TopicPartition.Compare, func(_ metadata.TopicPartition, p *partition) string {
+		return tc.lastStableOffsetViolation(p)
+	})
 }

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/kafkasim/kafkasim/broker/metadata"
@@ -53,7 +54,7 @@ func (tc *txnCoordinator) verifyProduce(req *kmsg.ProduceRequest, done func(refu
 	}
 	tc.verify(*req.TransactionID, need, func(codes map[metadata.TopicPartition]int16) {
 		refused := map[metadata.TopicPartition]int16{}
-		for _, tp := range sortedKeys(codes) {
+		for _, tp := range slices.SortedFunc(maps.Keys(codes), metadata.TopicPartition.Compare) {
 			if code := codes[tp]; code != 0 {
 				refused[tp] = produceVerificationCode(code)
 				if code == kerr.InvalidTxnState.Code {

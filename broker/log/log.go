@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -1027,6 +1029,10 @@ func (l *Log) LatestEpoch() int32 {
 
 // EpochEntries returns a copy of the epoch cache, oldest first.
 func (l *Log) EpochEntries() []EpochEntry { return l.epochs.clone().entries }
+
+// Epochs yields the epoch cache's entries, oldest first, without copying
+// it: for a reader that only looks, such as an invariant check.
+func (l *Log) Epochs() iter.Seq[EpochEntry] { return slices.Values(l.epochs.entries) }
 
 // EndOffsetForEpoch answers OffsetForLeaderEpoch (KIP-101, KIP-279): the
 // largest epoch ≤ epoch this log knows and the offset where it ends (the
