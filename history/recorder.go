@@ -102,6 +102,24 @@ func (r *Recorder) Complete(id ID, ret int64, outcome Outcome, res Result) {
 	}
 }
 
+// SetTxnOffsets records the consumer offsets a transaction sends
+// (sendOffsetsToTransaction) before it completes: what it commits if it
+// commits, also when it never returns.
+func (r *Recorder) SetTxnOffsets(id ID, offsets []PartitionOffset) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if id <= 0 || int(id) > len(r.ops) || r.ops[id-1].Kind != KindTxn {
+		panic(fmt.Sprintf("history: SetTxnOffsets(op %d): no such transaction", id))
+	}
+	op := &r.ops[id-1]
+	if op.Return != Never {
+		panic(fmt.Sprintf("history: SetTxnOffsets(%s): already completed", op))
+	}
+	t := *op.Txn
+	t.Offsets = offsets
+	op.Txn = &t
+}
+
 // Nemesis records a fault event from start to end (end = start for an
 // instant) on nodes.
 func (r *Recorder) Nemesis(start, end int64, description string, nodes ...string) ID {

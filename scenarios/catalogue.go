@@ -31,6 +31,8 @@ func flush(n int64) *int64 { return &n }
 func pipeline(s *Scenario, commit string) {
 	s.Workload.Kind, s.Workload.Commit = ConsumeProcessSink, commit
 	s.Cluster.Partitions, s.Workload.Consumers = 2, 2
+	// Polls come back as soon as a record is there.
+	s.Consumer.FetchMaxWaitMs = 200
 }
 
 // transformPipeline is Kafka's exactly-once consume-transform-produce: two
@@ -41,6 +43,7 @@ func transformPipeline(s *Scenario) {
 	s.Producer.TransactionalID = &id
 	s.Workload.Kind, s.Workload.Commit = ConsumeTransformProduce, Transactional
 	s.Cluster.Partitions, s.Workload.Consumers = 2, 2
+	s.Consumer.FetchMaxWaitMs = 200
 	// Short timeouts: a delayed frame or a clog outlasts a request, so
 	// transactions abort, commits end unknown, and late frames arrive after
 	// their transaction ended.
@@ -50,6 +53,9 @@ func transformPipeline(s *Scenario) {
 	s.Producer.TransactionTimeoutMs = 120000
 	// Processing fails now and then: the application aborts and retries.
 	s.Workload.AbortPercent = 25
+	// A transaction spans the polls of 300 ms, as Kafka Streams' spans
+	// its commit.interval.ms.
+	s.Workload.CommitIntervalMs = 300
 }
 
 // under returns s claimed under fault class class instead: named
@@ -227,7 +233,7 @@ var catalogue = slices.Concat(
 
 	// Consume-transform-produce with transactions.
 	each(eos, in("power", probe.TransactionAborted, probe.PredecessorFenced, probe.PowerLossDroppedUnsynced),
-		in("clock", probe.TransactionAborted, probe.PredecessorFenced)),
+		in("clock", probe.TransactionAborted, probe.LeaderFailover)),
 	[]Scenario{
 		rotted(eos, outputTopic),
 		refuted(eos, "correlated-power", "twin of eos-consume-transform-produce under correlated power loss: "+noFsync+" (a transaction's records, markers or state records vanish on every replica)"),

@@ -79,7 +79,8 @@ func (a *consumerApp) Start(e env.Env) {
 	}
 	o.EnableAutoCommit = wl.s.Consumer.EnableAutoCommit
 	o.AutoCommitInterval = time.Duration(wl.s.Consumer.AutoCommitIntervalMs) * time.Millisecond
-	o.FetchMaxWait = 200 * time.Millisecond
+	o.FetchMaxWait = time.Duration(wl.s.Consumer.FetchMaxWaitMs) * time.Millisecond
+	o.FetchMinBytes = int32(wl.s.Consumer.FetchMinBytes)
 	o.OnAutoCommit = a.recordAutoCommit
 	c, err := client.NewConsumer(e, a.rt.Router, o)
 	if err != nil {

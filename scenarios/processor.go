@@ -38,9 +38,10 @@ type processorApp struct {
 	txnID   string
 	outputs int // outputs of this incarnation, for unique values
 
-	rebalanced  bool // the assignment changed since the last poll
-	assignments int  // assignments received so far
-	producers   int  // producers made by this incarnation: callbacks of replaced ones are ignored
+	rebalanced  bool    // the assignment changed since the last poll
+	assignments int     // assignments received so far
+	producers   int     // producers made by this incarnation: callbacks of replaced ones are ignored
+	txn         *txnRun // the transaction open across polls, if any
 }
 
 func processorNode(i int) string { return fmt.Sprintf("processor-%d", i) }
@@ -48,6 +49,10 @@ func processorNode(i int) string { return fmt.Sprintf("processor-%d", i) }
 // errProcessingFailed is why a processor aborts workload.abort.percent of
 // its transactions.
 var errProcessingFailed = errors.New("processing failed (workload.abort.percent)")
+
+// errMigrated is why a processor aborts a transaction a rebalance came
+// into: its inputs may be another member's now.
+var errMigrated = errors.New("a rebalance came while the transaction was open")
 
 // processorTxnID is processor i's transactional.id; n counts the
 // producers the processor has made, for a fresh id per producer.
@@ -76,7 +81,8 @@ func (a *processorApp) Start(e env.Env) {
 		o.AutoOffsetReset = client.OffsetResetLatest
 	}
 	o.IsolationLevel = wl.isolation()
-	o.FetchMaxWait = 200 * time.Millisecond
+	o.FetchMaxWait = time.Duration(wl.s.Consumer.FetchMaxWaitMs) * time.Millisecond
+	o.FetchMinBytes = int32(wl.s.Consumer.FetchMinBytes)
 	o.SessionTimeout = time.Duration(s.Consumer.SessionTimeoutMs) * time.Millisecond
 	o.HeartbeatInterval = time.Duration(s.Consumer.HeartbeatIntervalMs) * time.Millisecond
 	o.MaxPollInterval = time.Duration(s.Consumer.MaxPollIntervalMs) * time.Millisecond
@@ -103,6 +109,12 @@ func (a *processorApp) assigned(tps []client.TopicPartition) {
 	a.assignments++
 	if wl.inTxn[a.index] {
 		a.e.Probe(probe.RebalanceDuringTransaction, a.txnID)
+		if a.txn != nil {
+			// Its inputs may be another member's now: abort it rather
+			// than commit their offsets, as a Kafka Streams task that
+			// migrated does.
+			a.txn.migrated = true
+		}
 	}
 	parts := make([]history.TopicPartition, len(tps))
 	for i, tp := range tps {
@@ -211,6 +223,10 @@ func (a *processorApp) poll() {
 		}
 		wl.rec.Complete(id, wl.now(), outcome, history.Result{Fetched: fs, Rebalanced: a.rebalanced, Error: errText(err)})
 		if len(recs) == 0 {
+			if t := a.txn; t != nil && a.due(t) {
+				a.endTxn(t)
+				return
+			}
 			a.e.AfterFunc(10*time.Millisecond, a.poll)
 			return
 		}
@@ -220,31 +236,41 @@ func (a *processorApp) poll() {
 
 // txnRun is one transaction of the processor, as the history records it.
 type txnRun struct {
-	op      history.ID
-	offsets []history.PartitionOffset
-	sent    bool // sendOffsetsToTransaction succeeded: the offsets are in it
-	end     int64
+	op        history.ID
+	began     env.Time                          // on the processor's clock
+	positions map[metadata.TopicPartition]int64 // the next offset of every input it holds
+	offsets   []history.PartitionOffset
+	sent      bool // sendOffsetsToTransaction succeeded: the offsets are in it
+	migrated  bool // a rebalance came while it was open: abort it
+	end       int64
 }
 
+// due reports whether t has been open for the commit interval.
+func (a *processorApp) due(t *txnRun) bool {
+	return a.e.Now().Sub(t.began) >= time.Duration(a.wl.s.Workload.CommitIntervalMs)*time.Millisecond
+}
+
+// transform writes one output per polled record into the open
+// transaction, beginning one if none is, then commits it once it has been
+// open for workload.commit.interval.ms (at once, with 0) — or polls again.
 func (a *processorApp) transform(recs []client.Record) {
 	wl := a.wl
-	if err := a.p.BeginTransaction(); err != nil {
-		a.e.Log("processor-begin-failed", "error", err.Error())
-		a.recover()
-		return
+	t := a.txn
+	if t == nil {
+		if err := a.p.BeginTransaction(); err != nil {
+			a.e.Log("processor-begin-failed", "error", err.Error())
+			a.recover()
+			return
+		}
+		wl.inTxn[a.index] = true
+		t = &txnRun{began: a.e.Now(), positions: map[metadata.TopicPartition]int64{}}
+		a.txn = t
+		t.op = wl.rec.Invoke(history.Op{Process: a.process, Node: a.node, Kind: history.KindTxn, Call: wl.now(),
+			Txn: &history.Txn{TransactionalID: a.txnID, Group: groupID}})
 	}
-	wl.inTxn[a.index] = true
-	t := &txnRun{}
-	positions := next(recs)
-	offsets := map[client.TopicPartition]client.OffsetAndMetadata{}
-	for _, tp := range sortedTPs(positions) {
-		offsets[tp] = client.OffsetAndMetadata{Offset: positions[tp], LeaderEpoch: -1}
-		t.offsets = append(t.offsets, history.PartitionOffset{TP: htp(tp), Offset: positions[tp]})
+	for tp, off := range next(recs) {
+		t.positions[tp] = max(t.positions[tp], off)
 	}
-	// The offsets are on the operation from the start: if the processor
-	// crashes after sending them, the transaction (info) may still commit.
-	t.op = wl.rec.Invoke(history.Op{Process: a.process, Node: a.node, Kind: history.KindTxn, Call: wl.now(),
-		Txn: &history.Txn{TransactionalID: a.txnID, Group: groupID, Offsets: t.offsets}})
 	for _, r := range recs {
 		a.outputs++
 		out := history.Message{Key: string(r.Key), Value: fmt.Sprintf("%s/%06d", a.process, a.outputs), Source: string(r.Value)}
@@ -264,29 +290,57 @@ func (a *processorApp) transform(recs []client.Record) {
 	work := time.Duration(wl.s.Workload.ProcessingMs) * time.Millisecond
 	gen := a.producers
 	a.e.AfterFunc(work, func() {
+		if gen != a.producers || a.txn != t {
+			return
+		}
+		if !a.due(t) {
+			a.poll()
+			return
+		}
+		a.endTxn(t)
+	})
+}
+
+// endTxn sends the transaction's offsets and commits it (or aborts it: a
+// rebalance came, or workload.abort.percent says processing failed).
+func (a *processorApp) endTxn(t *txnRun) {
+	wl := a.wl
+	if t.migrated {
+		a.abort(t, errMigrated)
+		return
+	}
+	positions := t.positions
+	offsets := map[client.TopicPartition]client.OffsetAndMetadata{}
+	for _, tp := range sortedTPs(positions) {
+		offsets[tp] = client.OffsetAndMetadata{Offset: positions[tp], LeaderEpoch: -1}
+		t.offsets = append(t.offsets, history.PartitionOffset{TP: htp(tp), Offset: positions[tp]})
+	}
+	// The offsets are on the operation from here on: if the processor
+	// crashes after sending them, the transaction (info) may still commit.
+	wl.rec.SetTxnOffsets(t.op, t.offsets)
+	gen := a.producers
+	a.p.SendOffsetsToTransaction(offsets, a.c.GroupMetadata(), func(err error) {
 		if gen != a.producers {
 			return
 		}
-		a.p.SendOffsetsToTransaction(offsets, a.c.GroupMetadata(), func(err error) {
-			if err != nil {
-				a.abort(t, err)
+		if err != nil {
+			a.abort(t, err)
+			return
+		}
+		t.sent = true
+		if p := wl.s.Workload.AbortPercent; p > 0 && a.e.Rand().Intn(100) < p {
+			a.abort(t, errProcessingFailed)
+			return
+		}
+		// The commit goes out in an event of its own: until then the
+		// transaction holds outputs and offsets, undecided.
+		a.e.Probe(probe.TransactionAwaitingCommit, a.txnID)
+		a.e.AfterFunc(0, func() {
+			if gen != a.producers {
 				return
 			}
-			t.sent = true
-			if p := wl.s.Workload.AbortPercent; p > 0 && a.e.Rand().Intn(100) < p {
-				a.abort(t, errProcessingFailed)
-				return
-			}
-			// The commit goes out in an event of its own: until then the
-			// transaction holds outputs and offsets, undecided.
-			a.e.Probe(probe.TransactionAwaitingCommit, a.txnID)
-			a.e.AfterFunc(0, func() {
-				if gen != a.producers {
-					return
-				}
-				t.end = wl.now()
-				a.p.CommitTransaction(func(err error) { a.committed(t, positions, err) })
-			})
+			t.end = wl.now()
+			a.p.CommitTransaction(func(err error) { a.committed(t, positions, err) })
 		})
 	})
 }
@@ -295,6 +349,7 @@ func (a *processorApp) transform(recs []client.Record) {
 func (a *processorApp) committed(t *txnRun, positions map[metadata.TopicPartition]int64, err error) {
 	wl := a.wl
 	wl.inTxn[a.index] = false
+	a.txn = nil
 	switch {
 	case err == nil:
 		wl.rec.Complete(t.op, wl.now(), history.OK, history.Result{Offsets: t.offsets, EndCall: t.end})
@@ -316,6 +371,7 @@ func (a *processorApp) committed(t *txnRun, positions map[metadata.TopicPartitio
 // was refused) and rewinds.
 func (a *processorApp) abort(t *txnRun, cause error) {
 	wl := a.wl
+	a.txn = nil
 	finish := func() {
 		wl.inTxn[a.index] = false
 		res := history.Result{EndCall: t.end, Error: errText(cause)}

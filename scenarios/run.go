@@ -28,7 +28,8 @@ type RunOptions struct {
 	// HTML, if set, is where the visualization of a non-linearizable
 	// partition goes.
 	HTML string
-	// DrainBudget bounds the drain phase; 0 means 60 s.
+	// DrainBudget bounds the drain phase; 0 means 30 s: a healed cluster
+	// elects, rejoins and settles its transactions within seconds.
 	DrainBudget time.Duration
 }
 
@@ -87,7 +88,7 @@ func (r *Result) Summary() string {
 // Phases of a run, in simulated time.
 const (
 	bootstrapBudget = 30 * time.Second
-	finalReadBudget = 60 * time.Second
+	finalReadBudget = 30 * time.Second
 )
 
 // Run runs scenario s once with a seed: bootstrap the cluster, run the
@@ -104,7 +105,7 @@ func Run(s Scenario, o RunOptions) (*Result, error) {
 		s.Workload.Messages = o.Messages
 	}
 	if o.DrainBudget == 0 {
-		o.DrainBudget = 60 * time.Second
+		o.DrainBudget = 30 * time.Second
 	}
 	c := buildCluster(s, sim.Options{Seed: o.Seed, TraceJSON: o.TraceJSON})
 	rec := history.NewRecorder()

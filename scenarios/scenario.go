@@ -98,6 +98,11 @@ type Consumer struct {
 	SessionTimeoutMs    int `json:"session.timeout.ms"`
 	HeartbeatIntervalMs int `json:"heartbeat.interval.ms"`
 	MaxPollIntervalMs   int `json:"max.poll.interval.ms"`
+	// FetchMinBytes and FetchMaxWaitMs are fetch.min.bytes and
+	// fetch.max.wait.ms: a leader holds a consumer's fetch until it has
+	// this many bytes or this long has passed, so polls come in batches.
+	FetchMinBytes  int `json:"fetch.min.bytes"`
+	FetchMaxWaitMs int `json:"fetch.max.wait.ms"`
 }
 
 // Workload is what the clients do.
@@ -125,6 +130,11 @@ type Workload struct {
 	// generating a random one does, so it never fences what the previous
 	// one left open.
 	TransactionalIDPerIncarnation bool `json:"transactional.id.per.incarnation"`
+	// CommitIntervalMs is how long a consume-transform-produce processor
+	// keeps one transaction open across polls before it commits it, as
+	// Kafka Streams' commit.interval.ms (100 ms under exactly-once); 0: one
+	// transaction per poll.
+	CommitIntervalMs int `json:"commit.interval.ms"`
 	// AbortPercent is the share of its transactions a processor aborts
 	// after writing their outputs — its processing failed (not a Kafka
 	// setting: the application's own failures) — before it rewinds and
@@ -173,7 +183,7 @@ func Defaults() Scenario {
 			TransactionTimeoutMs: 60000, MaxBlockMs: 60000,
 		},
 		Consumer: Consumer{IsolationLevel: "read_committed", AutoCommitIntervalMs: 1000, AutoOffsetReset: "earliest",
-			SessionTimeoutMs: 6000, HeartbeatIntervalMs: 1000, MaxPollIntervalMs: 30000},
+			SessionTimeoutMs: 6000, HeartbeatIntervalMs: 1000, MaxPollIntervalMs: 30000, FetchMinBytes: 1, FetchMaxWaitMs: 500},
 		Workload:   Workload{Messages: 300, Producers: 1, Consumers: 1, DurationMs: 30000, ProcessingMs: 50},
 		Faults:     "none",
 		FaultsRate: 1,
@@ -284,6 +294,10 @@ func (s Scenario) Validate() error {
 		return bad("session.timeout.ms %d < 1000 (the brokers' group.min.session.timeout.ms)", s.Consumer.SessionTimeoutMs)
 	case s.Consumer.MaxPollIntervalMs < 1:
 		return bad("max.poll.interval.ms %d < 1", s.Consumer.MaxPollIntervalMs)
+	case s.Consumer.FetchMinBytes < 0 || s.Consumer.FetchMinBytes > 1<<20:
+		return bad("fetch.min.bytes %d outside [0, 1048576]", s.Consumer.FetchMinBytes)
+	case s.Consumer.FetchMaxWaitMs < 0 || s.Consumer.FetchMaxWaitMs >= p.RequestTimeoutMs:
+		return bad("fetch.max.wait.ms %d must be in [0, request.timeout.ms %d)", s.Consumer.FetchMaxWaitMs, p.RequestTimeoutMs)
 	case w.TransactionalIDPerIncarnation && w.Kind != ConsumeTransformProduce:
 		return bad("workload.transactional.id.per.incarnation is for consume-transform-produce")
 	case w.AbortPercent < 0 || w.AbortPercent > 100 || (w.AbortPercent > 0 && w.Kind != ConsumeTransformProduce):
@@ -300,6 +314,8 @@ func (s Scenario) Validate() error {
 		return bad("workload.duration.ms %d < 1000", w.DurationMs)
 	case w.ProcessingMs < 0 || w.ProcessingMs > 60000:
 		return bad("workload.processing.ms %d outside [0, 60000]", w.ProcessingMs)
+	case w.CommitIntervalMs < 0 || w.CommitIntervalMs > 60000 || (w.CommitIntervalMs > 0 && w.Kind != ConsumeTransformProduce):
+		return bad("workload.commit.interval.ms %d: in [0, 60000], for consume-transform-produce", w.CommitIntervalMs)
 	}
 	switch w.Kind {
 	case ProduceOnly:
