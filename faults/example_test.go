@@ -52,14 +52,11 @@ func ExampleGenerate() {
 	// +11.5s heal
 	// +11.7s cut-one-way a follower of orders/0 -> b2
 	// +18.7s heal
-	// +18.7s when produce-acknowledged-before-replication on orders/0 within 700ms: reset the probed node
-	// +19.5s when produce-acknowledged-before-replication on orders/0 within 1.1s: reset the probed node
-	// +20.8s when produce-acknowledged-before-replication on orders/0 within 3s: reset the probed node
-	// +24s restart the controller
-	// +24.2s when produce-acknowledged-before-replication on orders/0 within 2.1s: crash the probed node as $1
-	// +27.5s start $1
-	// +27.6s isolate leader of orders/0
-	// +29.9s heal
+	// +18.7s when produce-acknowledged-before-replication on orders/0 within 1.3s: reset the probed node
+	// +20.3s isolate a random broker
+	// +26.9s heal
+	// +26.9s when produce-acknowledged-before-replication on orders/0 within 1.3s: reset the probed node
+	// +28.3s when produce-acknowledged-before-replication on orders/0 within 500ms: reset the probed node
 	// <nil>
 }
 

@@ -206,7 +206,7 @@ func (in *Installation) apply(a Action, probed string, f *Fired) string {
 	}
 	if a.Kind == KindPartition {
 		f.Groups = make([][]string, len(a.Groups))
-		seen := map[string]bool{}
+		group := map[string]int{}
 		for i, g := range a.Groups {
 			for _, t := range g {
 				n, why := in.resolve(t, probed)
@@ -214,11 +214,14 @@ func (in *Installation) apply(a Action, probed string, f *Fired) string {
 					f.Groups = nil
 					return why
 				}
-				if seen[n] {
-					f.Groups = nil
-					return fmt.Sprintf("%s is in two groups", n)
+				if j, seen := group[n]; seen {
+					if j != i {
+						f.Groups = nil
+						return fmt.Sprintf("%s is in two groups", n)
+					}
+					continue // named twice on one side ("the probed node" and its name)
 				}
-				seen[n] = true
+				group[n] = i
 				f.Groups[i] = append(f.Groups[i], n)
 			}
 		}

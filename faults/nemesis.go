@@ -296,7 +296,7 @@ func (g *generator) can(name string) bool {
 		return len(g.o.Triggers) > 0 && len(g.o.Brokers) >= 2
 	case "followers-cut-then-leader-isolated-on-catch-up":
 		return len(g.catchUp) > 0 && g.o.Controller != ""
-	case "delay-end-txn-on-trigger":
+	case "delay-txn-request-on-trigger":
 		return len(g.o.TransactionalIDs) > 0 && g.offers(probe.TransactionAwaitingCommit)
 	}
 	panic("faults: unknown feature " + name)
@@ -323,15 +323,58 @@ func one(a Action, length time.Duration, undo Kind) episode {
 	return episode{acts: []Action{a}, length: length, undo: undo}
 }
 
+// aims are the windows each targeted fault is best aimed at: a crash
+// delivers what the node already sent, so it aims at a step not yet taken
+// (a commit, a catch-up); an isolation, a partition or a reset loses what
+// is in flight, so they aim at an answer on its way; a correlated power
+// loss at the instant after an acknowledgment, before anything is synced.
+var aims = map[string][]string{
+	"crash-on-trigger": {probe.TransactionAwaitingCommit, probe.CommittedBeforeProcessing, probe.ProcessedBeforeCommit,
+		probe.TransactionPrepared, probe.LeaderElected},
+	"reset-on-trigger":                               {probe.ProduceAnswered},
+	"partition-on-trigger":                           {probe.ProduceAnswered, probe.ProduceAcknowledgedBeforeReplication},
+	"isolate-on-trigger":                             {probe.FollowerFetchOutOfSync, probe.ProduceAcknowledgedBeforeReplication, probe.TransactionAwaitingCommit},
+	"power-loss-on-trigger":                          {probe.ProduceAnswered, probe.TransactionAwaitingCommit},
+	"power-loss-correlated-on-trigger":               {probe.ProduceAnswered},
+	"pause-on-trigger":                               {probe.TransactionAwaitingCommit, probe.CommittedBeforeProcessing, probe.ProcessedBeforeCommit},
+	"followers-cut-then-leader-isolated-on-catch-up": {probe.FollowerFetchOutOfSync},
+	"delay-txn-request-on-trigger":                   {probe.TransactionAwaitingCommit},
+}
+
+// aimsAtMain reports whether the targeted feature name is aimed at the
+// run's main window (the trigger menu's first entry): the nemesis weighs
+// such a fault up.
+func (g *generator) aimsAtMain(name string) bool {
+	return len(g.o.Triggers) > 0 && slices.Contains(aims[name], g.o.Triggers[0].Probe)
+}
+
 // triggered arms e's opening action on a trigger drawn from the run's
-// menu — its first entry three times in four, the others evenly — aimed at the
-// probed node, with a window of 0.5 to 3 s.
-func triggered(g *generator, c chooser, e episode) episode {
-	tr := g.o.Triggers[0]
-	if n := len(g.o.Triggers); n > 1 && c.intn(4) == 3 {
-		tr = g.o.Triggers[1+c.intn(n-1)]
+// menu, aimed at the probed node, with a window of 0.3 to 2 s: three
+// times in four the window the feature is best aimed at — the run's main
+// one (the menu's first entry) if the feature aims at it, else the first
+// of its aims the menu offers, else the main one — and otherwise any
+// entry.
+func triggered(g *generator, c chooser, name string, e episode) episode {
+	want := g.o.Triggers[0].Probe
+	if !g.aimsAtMain(name) {
+		for _, p := range aims[name] {
+			if g.offers(p) {
+				want = p
+				break
+			}
+		}
 	}
-	e.window = ticks(c, 5, 30)
+	var aimed []Trigger
+	for _, t := range g.o.Triggers {
+		if t.Probe == want {
+			aimed = append(aimed, t)
+		}
+	}
+	tr := pick(c, aimed)
+	if c.intn(4) == 3 {
+		tr = pick(c, g.o.Triggers)
+	}
+	e.window = ticks(c, 3, 20)
 	e.acts[0].When, e.acts[0].On, e.acts[0].Within = tr.Probe, tr.On, e.window
 	return e
 }
@@ -425,12 +468,12 @@ var features = []feature{
 	// Targeted faults: each waits for a probe of the run's trigger menu and
 	// hits the node that reached it, inside the window the probe marks.
 	{"crash-on-trigger", ClassCrash, func(g *generator, c chooser) episode {
-		return triggered(g, c, one(Action{Kind: KindCrash, Target: Probed()}, ticks(c, 5, 80), KindStart))
+		return triggered(g, c, "crash-on-trigger", one(Action{Kind: KindCrash, Target: Probed()}, ticks(c, 3, 40), KindStart))
 	}},
 	{"reset-on-trigger", ClassNetwork, func(g *generator, c chooser) episode {
 		// Every connection of the probed node reset: what it just sent is
 		// lost (an answer, so the request is retried).
-		return triggered(g, c, one(Action{Kind: KindReset, Target: Probed()}, 0, 0))
+		return triggered(g, c, "reset-on-trigger", one(Action{Kind: KindReset, Target: Probed()}, 0, 0))
 	}},
 	{"partition-on-trigger", ClassNetwork, func(g *generator, c chooser) episode {
 		// The probed node and the clients cut from every other node: what
@@ -442,15 +485,15 @@ var features = []feature{
 		}
 		// Mostly longer than broker.session.timeout.ms, so another is
 		// elected while it still answers.
-		return triggered(g, c, one(Action{Kind: KindPartition, Groups: [][]Target{side}}, ticks(c, 30, 150), KindHeal))
+		return triggered(g, c, "partition-on-trigger", one(Action{Kind: KindPartition, Groups: [][]Target{side}}, ticks(c, 50, 150), KindHeal))
 	}},
 	{"isolate-on-trigger", ClassNetwork, func(g *generator, c chooser) episode {
 		// An isolation loses what is in flight (a crash delivers what was
 		// sent): the follower's fetch answer, the commit's response.
-		return triggered(g, c, one(Action{Kind: KindIsolate, Target: Probed()}, ticks(c, 5, 100), KindHeal))
+		return triggered(g, c, "isolate-on-trigger", one(Action{Kind: KindIsolate, Target: Probed()}, ticks(c, 5, 100), KindHeal))
 	}},
 	{"power-loss-on-trigger", ClassPower | ClassCorrelatedPower, func(g *generator, c chooser) episode {
-		e := triggered(g, c, one(Action{Kind: KindPowerLoss, Target: Probed(), Torn: c.intn(2) == 1}, ticks(c, 5, 80), KindStart))
+		e := triggered(g, c, "power-loss-on-trigger", one(Action{Kind: KindPowerLoss, Target: Probed(), Torn: c.intn(2) == 1}, ticks(c, 5, 80), KindStart))
 		e.power = true
 		return e
 	}},
@@ -461,7 +504,7 @@ var features = []feature{
 		for _, b := range g.o.Brokers {
 			e.acts = append(e.acts, Action{Kind: KindPowerLoss, Target: Node(b), Torn: c.intn(2) == 1})
 		}
-		e = triggered(g, c, e)
+		e = triggered(g, c, "power-loss-correlated-on-trigger", e)
 		for i := range e.acts {
 			e.acts[i].When, e.acts[i].On, e.acts[i].Within = e.acts[0].When, e.acts[0].On, e.acts[0].Within
 		}
@@ -471,32 +514,39 @@ var features = []feature{
 		// The followers of a partition cut off from everyone, long enough
 		// to leave the ISR (the leader acknowledges alone); healed; then
 		// the leader isolated the moment a follower, outside the ISR,
-		// fetches to catch up — the window of an unclean election.
+		// fetches to catch up, long enough to be fenced — the window of an
+		// unclean election.
 		tp := pick(c, g.catchUp)
 		side := []Target{Leader(tp.Topic, tp.Partition), Controller()}
 		for _, n := range g.o.Clients {
 			side = append(side, Node(n))
 		}
-		e := one(Action{Kind: KindPartition, Groups: [][]Target{side}}, ticks(c, 40, 120), KindHeal)
-		next := one(Action{Kind: KindIsolate, Target: Probed(), When: probe.FollowerFetchOutOfSync, On: tp.String()}, ticks(c, 20, 100), KindHeal)
+		e := one(Action{Kind: KindPartition, Groups: [][]Target{side}}, ticks(c, 70, 120), KindHeal)
+		next := one(Action{Kind: KindIsolate, Target: Probed(), When: probe.FollowerFetchOutOfSync, On: tp.String()}, ticks(c, 65, 100), KindHeal)
 		next.window = ticks(c, 20, 50)
 		next.acts[0].Within = next.window
 		e.then = &next
 		return e
 	}},
-	{"delay-end-txn-on-trigger", ClassNetwork, func(g *generator, c chooser) episode {
-		// A processor's EndTxn held back past its request timeout, so the
-		// client retries and the late one arrives after: the late EndTxn
-		// of KIP-890 part 2.
+	{"delay-txn-request-on-trigger", ClassNetwork, func(g *generator, c chooser) episode {
+		// A processor's next EndTxn, or its next produce to an output
+		// partition, held back past its request timeout, so the client
+		// retries and the late one arrives after its transaction ended:
+		// the late EndTxn of KIP-890 part 2, the late produce of part 1.
 		id := pick(c, g.o.TransactionalIDs)
-		e := one(Action{Kind: KindDelayFrame, Frame: "EndTxn", Target: Probed(), Peer: TxnCoordinator(id), By: ticks(c, 10, 50), Count: 1,
-			When: probe.TransactionAwaitingCommit, On: id}, 0, 0)
+		a := Action{Kind: KindDelayFrame, Frame: "EndTxn", Target: Probed(), Peer: TxnCoordinator(id), By: ticks(c, 10, 50), Count: 1,
+			When: probe.TransactionAwaitingCommit, On: id}
+		if len(g.o.Partitions) > 0 && c.intn(2) == 1 {
+			tp := pick(c, g.o.Partitions)
+			a.Frame, a.Peer, a.Count = "Produce", Leader(tp.Topic, tp.Partition), 1+c.intn(2)
+		}
+		e := one(a, 0, 0)
 		e.window = ticks(c, 5, 30)
 		e.acts[0].Within = e.window
 		return e
 	}},
 	{"pause-on-trigger", ClassClock, func(g *generator, c chooser) episode {
-		return triggered(g, c, one(Action{Kind: KindPause, Target: Probed()}, ticks(c, 1, 100), KindResume))
+		return triggered(g, c, "pause-on-trigger", one(Action{Kind: KindPause, Target: Probed()}, ticks(c, 1, 100), KindResume))
 	}},
 }
 
@@ -656,8 +706,9 @@ var quietMeans = []time.Duration{250 * time.Millisecond, 500 * time.Millisecond,
 // Generate draws a schedule of class c for the run o from r, swarm-style
 // and paced: each fault of the class is enabled with even odds and given
 // a weight of 1, 2 or 4 — a targeted one, when the run offers triggers,
-// with odds of nine in ten and a weight of 2, 4 or 8 (at least one fault
-// is enabled); then episodes follow
+// with odds of nine in ten and a weight of 2, 4 or 8, or 8, 16 or 32 when
+// it is aimed at the run's main window (at least one fault is enabled);
+// then episodes follow
 // one another, each of an enabled fault drawn by weight, each after a
 // quiet interval drawn around a mean chosen per run (0.25 to 2 s, divided
 // by o.RateScale; none, half the time, before a targeted fault), each
@@ -678,7 +729,10 @@ func Generate(r *env.Rand, c Class, o Options) Schedule {
 	var weights []int
 	for _, f := range g.feats {
 		odds, weight := 0.5, 1
-		if targeted(f.name) {
+		switch {
+		case g.aimsAtMain(f.name):
+			odds, weight = 0.9, 8
+		case targeted(f.name):
 			odds, weight = 0.9, 2
 		}
 		if r.Chance(odds) {

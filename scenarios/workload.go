@@ -339,12 +339,12 @@ func (a *producerApp) Start(e env.Env) {
 	e.AfterFunc(a.interval(), a.tick)
 }
 
-// interval spreads a producer's messages over the first 80% of the
+// interval spreads a producer's messages over the first 95% of the
 // workload's duration, so most faults land while messages are in flight.
 func (a *producerApp) interval() time.Duration {
 	w := a.wl.s.Workload
 	per := max(1, (w.Messages+w.Producers-1)/w.Producers)
-	return max(time.Millisecond, time.Duration(w.DurationMs)*time.Millisecond*8/10/time.Duration(per))
+	return max(time.Millisecond, time.Duration(w.DurationMs)*time.Millisecond*95/100/time.Duration(per))
 }
 
 func (a *producerApp) tick() {

@@ -244,7 +244,9 @@ func (c *cluster) triggers() []faults.Trigger {
 		case ProcessThenCommit:
 			ts = append(ts, faults.Trigger{Probe: probe.ProcessedBeforeCommit, On: groupID})
 		}
-		logs(inputTopic, probe.LeaderElected)
+		// An acknowledgment on its way (a correlated power loss right
+		// after it takes the input away); the input's leaders.
+		logs(inputTopic, probe.ProduceAnswered, probe.LeaderElected)
 	case ConsumeTransformProduce:
 		// A transaction written but not yet asked to commit; between its
 		// decision and its markers; a rebalance with a transaction open;
