@@ -46,17 +46,18 @@ func ExampleGenerate() {
 	fmt.Print(s)
 	fmt.Println(class.Check(s, o))
 	// Output:
-	// +200ms cut-one-way the controller -> leader of orders/0
-	// +2.7s heal
-	// +2.9s partition [leader of orders/0, producer]
-	// +11.5s heal
-	// +11.7s cut-one-way a follower of orders/0 -> b2
-	// +18.7s heal
-	// +18.7s when produce-acknowledged-before-replication on orders/0 within 1.3s: reset the probed node
-	// +20.3s isolate a random broker
-	// +26.9s heal
-	// +26.9s when produce-acknowledged-before-replication on orders/0 within 1.3s: reset the probed node
-	// +28.3s when produce-acknowledged-before-replication on orders/0 within 500ms: reset the probed node
+	// +1s cut-one-way the controller -> leader of orders/0
+	// +3.5s heal
+	// +3.7s partition [leader of orders/0, producer]
+	// +12.3s heal
+	// +12.5s cut-one-way a follower of orders/0 -> b2
+	// +19.5s heal
+	// +19.5s when produce-acknowledged-before-replication on orders/0 within 1.3s: reset the probed node
+	// +21.1s isolate a random broker
+	// +27.7s heal
+	// +27.7s when produce-acknowledged-before-replication on orders/0 within 1.3s: reset the probed node
+	// +29.1s when produce-acknowledged-before-replication on orders/0 within 500ms: reset the probed node
+	// +29.6s when produce-acknowledged-before-replication on orders/0 within 300ms: reset the probed node
 	// <nil>
 }
 

@@ -101,6 +101,16 @@ func (o Options) diskFaultyMax() int {
 // tick is the grain of generated times, so schedules read "+12.5s".
 const tick = 100 * time.Millisecond
 
+// warmUp is when the first episode may begin: the applications have
+// connected and their producers have ids, so the first fault meets a
+// working pipeline rather than one still booting.
+const warmUp = time.Second
+
+// electionTime is how long a fault must keep a broker from the controller
+// for another to be elected in its place: the simulation's
+// broker.session.timeout.ms (6 s) and a heartbeat to spare.
+const electionTime = 6500 * time.Millisecond
+
 // chooser is where a generator's choices come from: a seeded stream for
 // the nemesis, rapid's draws for Gen (so failing cases shrink toward
 // choice 0: the first role, the shortest fault, the earliest time).
@@ -129,6 +139,14 @@ type episode struct {
 	// then is an episode that follows this one at once (no quiet
 	// interval): a fault aimed at the window this one's recovery opens.
 	then *episode
+	// follows marks an episode that was another's then: it goes only
+	// where that one went.
+	follows bool
+	// minLength is the least length that makes the fault what it is (an
+	// isolation outlasting broker.session.timeout.ms, so the controller
+	// elects another): an episode the workload's end would cut shorter is
+	// dropped instead.
+	minLength time.Duration
 }
 
 // chain appends e and whatever follows it to eps, e after gap and each
@@ -142,6 +160,7 @@ func chain(eps []episode, gaps []time.Duration, e episode, gap time.Duration) ([
 			return eps, gaps
 		}
 		e, gap = *next, 0
+		e.follows = true
 	}
 }
 
@@ -333,7 +352,7 @@ var aims = map[string][]string{
 		probe.TransactionPrepared, probe.LeaderElected},
 	"reset-on-trigger":                               {probe.ProduceAnswered},
 	"partition-on-trigger":                           {probe.ProduceAnswered, probe.ProduceAcknowledgedBeforeReplication},
-	"isolate-on-trigger":                             {probe.FollowerFetchOutOfSync, probe.ProduceAcknowledgedBeforeReplication, probe.TransactionAwaitingCommit},
+	"isolate-on-trigger":                             {probe.ProduceAcknowledgedBeforeReplication, probe.TransactionAwaitingCommit, probe.LeaderElected},
 	"power-loss-on-trigger":                          {probe.ProduceAnswered, probe.TransactionAwaitingCommit},
 	"power-loss-correlated-on-trigger":               {probe.ProduceAnswered},
 	"pause-on-trigger":                               {probe.TransactionAwaitingCommit, probe.CommittedBeforeProcessing, probe.ProcessedBeforeCommit},
@@ -485,7 +504,9 @@ var features = []feature{
 		}
 		// Mostly longer than broker.session.timeout.ms, so another is
 		// elected while it still answers.
-		return triggered(g, c, "partition-on-trigger", one(Action{Kind: KindPartition, Groups: [][]Target{side}}, ticks(c, 50, 150), KindHeal))
+		e := triggered(g, c, "partition-on-trigger", one(Action{Kind: KindPartition, Groups: [][]Target{side}}, ticks(c, 65, 120), KindHeal))
+		e.minLength = electionTime
+		return e
 	}},
 	{"isolate-on-trigger", ClassNetwork, func(g *generator, c chooser) episode {
 		// An isolation loses what is in flight (a crash delivers what was
@@ -521,9 +542,11 @@ var features = []feature{
 		for _, n := range g.o.Clients {
 			side = append(side, Node(n))
 		}
-		e := one(Action{Kind: KindPartition, Groups: [][]Target{side}}, ticks(c, 70, 120), KindHeal)
-		next := one(Action{Kind: KindIsolate, Target: Probed(), When: probe.FollowerFetchOutOfSync, On: tp.String()}, ticks(c, 65, 100), KindHeal)
-		next.window = ticks(c, 20, 50)
+		e := one(Action{Kind: KindPartition, Groups: [][]Target{side}}, ticks(c, 75, 100), KindHeal)
+		e.minLength = electionTime
+		next := one(Action{Kind: KindIsolate, Target: Probed(), When: probe.FollowerFetchOutOfSync, On: tp.String()}, ticks(c, 65, 90), KindHeal)
+		next.minLength = electionTime
+		next.window = ticks(c, 25, 50)
 		next.acts[0].Within = next.window
 		e.then = &next
 		return e
@@ -534,9 +557,9 @@ var features = []feature{
 		// retries and the late one arrives after its transaction ended:
 		// the late EndTxn of KIP-890 part 2, the late produce of part 1.
 		id := pick(c, g.o.TransactionalIDs)
-		a := Action{Kind: KindDelayFrame, Frame: "EndTxn", Target: Probed(), Peer: TxnCoordinator(id), By: ticks(c, 10, 50), Count: 1,
+		a := Action{Kind: KindDelayFrame, Frame: "EndTxn", Target: Probed(), Peer: TxnCoordinator(id), By: ticks(c, 15, 50), Count: 1,
 			When: probe.TransactionAwaitingCommit, On: id}
-		if len(g.o.Partitions) > 0 && c.intn(2) == 1 {
+		if len(g.o.Partitions) > 0 && c.intn(4) == 3 {
 			tp := pick(c, g.o.Partitions)
 			a.Frame, a.Peer, a.Count = "Produce", Leader(tp.Topic, tp.Partition), 1+c.intn(2)
 		}
@@ -633,8 +656,13 @@ func (g *generator) pace(eps []episode, gaps []time.Duration) Schedule {
 	cursor := time.Duration(0)
 	lastPower := time.Duration(-1)
 	tags := 0
+	placed := false // whether the last episode was placed (for its followers)
 	for i, e := range eps {
-		at := cursor + gaps[i]
+		if e.follows && !placed {
+			continue
+		}
+		placed = false
+		at := max(cursor+gaps[i], warmUp)
 		if e.power && lastPower >= 0 && !g.class.Has(ClassCorrelatedPower) {
 			at = max(at, lastPower+g.o.SettleTime)
 		}
@@ -645,7 +673,7 @@ func (g *generator) pace(eps []episode, gaps []time.Duration) Schedule {
 		if e.window > 0 && at+e.window >= end {
 			e.window = (end - tick - at) / tick * tick
 			if e.window < tick {
-				break
+				continue
 			}
 			for j := range e.acts {
 				if e.acts[j].When != "" {
@@ -656,14 +684,14 @@ func (g *generator) pace(eps []episode, gaps []time.Duration) Schedule {
 		until := at + e.window + e.length
 		if e.length > 0 && until >= end {
 			until = end - tick
-			if until-at-e.window < tick {
-				break
+			if until-at-e.window < max(tick, e.minLength) {
+				continue // too short to be what it is: maybe a later one fits
 			}
 		}
 		if a := e.acts[0]; a.Kind == KindClog && at+a.For >= end {
 			e.acts[0].For = (end - tick - at) / tick * tick
 			if e.acts[0].For < tick {
-				break
+				continue
 			}
 		}
 		var undo Schedule
@@ -684,6 +712,7 @@ func (g *generator) pace(eps []episode, gaps []time.Duration) Schedule {
 			undo = append(undo, Action{At: until, Kind: KindHeal})
 		}
 		s = append(s, undo...)
+		placed = true
 		cursor = at + e.window
 		switch {
 		case e.undo != 0:

@@ -232,11 +232,11 @@ func TestRapidShrinksADrawnScheduleToTheFaultThatMatters(t *testing.T) {
 	})
 	require.True(t, rec.failed, "rapid found the failure")
 	require.NoError(t, class.Check(last, o))
-	require.Equal(t, `+0s crash leader of orders/0 as $1
-+500ms start $1
-+500ms pause leader of orders/0 as $2
-+600ms resume $2
-`, last.String(), "shrunk to two faults, one after the other (paced), as early, short and first-role as they go, and their undoing")
+	require.Equal(t, `+1s crash leader of orders/0 as $1
++1.5s start $1
++1.5s pause leader of orders/0 as $2
++1.6s resume $2
+`, last.String(), "shrunk to two faults, one after the other (paced), as early (after the warm-up), short and first-role as they go, and their undoing")
 	t.Logf("rapid's minimal schedule:\n%s", last)
 }
 

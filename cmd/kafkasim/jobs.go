@@ -63,15 +63,3 @@ func runJobs(next func() (job, bool), parallel int, done func(outcome)) {
 		mu.Unlock()
 	}
 }
-
-// listJobs yields jobs in order.
-func listJobs(jobs []job) func() (job, bool) {
-	i := 0
-	return func() (job, bool) {
-		if i >= len(jobs) {
-			return job{}, false
-		}
-		i++
-		return jobs[i-1], true
-	}
-}
