@@ -205,6 +205,12 @@ var catalogue = slices.Concat(
 	},
 
 	// Consumers: the seed's three patterns.
+	// Not claimed under correlated-power (nor all): when every replica
+	// loses its unsynced tail, the idempotent producer's state goes with it
+	// and a retried message can land twice in the input (KIP-360's unknown
+	// producer), which the consumer then processes twice — at-most-once
+	// broken, rarely (seeds 245 and 246 of 400 at the time of writing): too
+	// rarely for a weak twin to show it.
 	each(commitBeforeProcess, in("network", probe.CommittedBeforeProcessing), in("power", probe.CommittedBeforeProcessing, probe.PowerLossDroppedUnsynced),
 		in("disk", probe.CommittedBeforeProcessing), in("clock", probe.CommittedBeforeProcessing)),
 	each(processThenCommit, in("power", probe.ProcessedBeforeCommit, probe.PowerLossDroppedUnsynced), in("clock", probe.ProcessedBeforeCommit)),
@@ -212,7 +218,6 @@ var catalogue = slices.Concat(
 	[]Scenario{
 		rotted(processThenCommit, inputTopic),
 		rotted(atomicSink, inputTopic),
-		refuted(commitBeforeProcess, "correlated-power", "twin of pipeline-commit-before-process under correlated power loss: "+noFsync+" — the group's committed offsets in __consumer_offsets vanish with the records, so a consumer rewinds and processes again"),
 		refuted(processThenCommit, "correlated-power", "twin of pipeline-process-then-commit under correlated power loss: "+noFsync+" (the input topic loses records the consumers never see)"),
 		refuted(atomicSink, "correlated-power", "twin of pipeline-atomic-sink under correlated power loss: "+noFsync+" (the input topic loses records, or holds others at their offsets, behind the sink's stored positions)"),
 		scenario("pipeline-commit-before-process-loses", "commit-before-process is caught losing output: not at-least-once", func(s *Scenario) {

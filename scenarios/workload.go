@@ -160,8 +160,11 @@ func (wl *workload) drained() bool {
 		return true
 	}
 	for p := range wl.s.Cluster.Partitions {
-		end, ok := wl.c.highWatermark(metadata.TopicPartition{Topic: inputTopic, Partition: int32(p)})
-		if !ok || wl.processed[int32(p)] < end {
+		tp := metadata.TopicPartition{Topic: inputTopic, Partition: int32(p)}
+		end, ok := wl.c.highWatermark(tp)
+		// A new leader's high watermark lags until its followers fetch:
+		// what producers were told was written must be processed too.
+		if !ok || wl.processed[int32(p)] < max(end, wl.acknowledged[tp]) {
 			return false
 		}
 	}
