@@ -377,7 +377,7 @@ func (c *coordinator) handleOffsetCommit(r *rpc.Request, req *kmsg.OffsetCommitR
 		return
 	}
 	g := c.group(req.Group)
-	ob := offsetBatch{group: req.Group, now: b.e.Now()}
+	ob := offsetBatch{group: req.Group, now: b.e.WallClock()}
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
 			ob.add(rt.Topic, rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata)
@@ -435,7 +435,7 @@ func (c *coordinator) appendCommitted(p *partition, recs []record.Record, done f
 // sequence); done also gets the offset of the first record.
 func (c *coordinator) appendCommittedBatch(p *partition, h record.BatchHeader, recs []record.Record, done func(base int64, code int16)) {
 	b := c.b
-	h.FirstTimestamp = b.e.Now().UnixMilli()
+	h.FirstTimestamp = b.e.WallClock().UnixMilli()
 	batch, err := record.Encode(h, recs)
 	if err != nil {
 		done(-1, kerr.UnknownServerError.Code)

@@ -177,7 +177,10 @@ func (b *Broker) fetchPartition(pr *kmsg.FetchResponseTopicPartition, tp metadat
 // recordFollowerFetch updates the leader's view of a follower from its
 // fetch offsets (which are its log end), then the ISR and high watermark.
 func (b *Broker) recordFollowerFetch(replica int32, req *kmsg.FetchRequest) {
-	now := b.e.Now()
+	// On the wall clock, as Kafka's ReplicaManager takes fetchTimeMs from
+	// time.milliseconds(): a clock stepped forward drops followers from the
+	// ISR, one stepped back keeps a stuck one in it.
+	now := b.e.WallClock()
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
 			p := b.partitions[metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}]

@@ -151,7 +151,7 @@ func (c *coordinator) handleTxnOffsetCommit(r *rpc.Request, req *kmsg.TxnOffsetC
 
 func (c *coordinator) writeTxnOffsets(p *partition, req *kmsg.TxnOffsetCommitRequest, respond func(int16)) {
 	g := c.group(req.Group)
-	ob := offsetBatch{group: req.Group, now: c.b.e.Now()}
+	ob := offsetBatch{group: req.Group, now: c.b.e.WallClock()}
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
 			ob.add(rt.Topic, rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata)
@@ -379,7 +379,7 @@ func (c *coordinator) storeGroup(g *group, done func(code int16)) {
 		done(code)
 		return
 	}
-	rec := record.Record{Key: encodeGroupKey(g.id), Value: encodeGroupValue(g, c.b.e.Now())}
+	rec := record.Record{Key: encodeGroupKey(g.id), Value: encodeGroupValue(g, c.b.e.WallClock())}
 	c.appendCommitted(p, []record.Record{rec}, done)
 }
 

@@ -23,7 +23,7 @@ func (p *partition) maybeShrinkISR() {
 	if p.role != roleLeader || p.pendingISR != nil {
 		return
 	}
-	now := p.b.e.Now()
+	now := p.b.e.WallClock() // Kafka: Partition.getOutOfSyncReplicas, time.milliseconds()
 	var out []int32
 	for _, r := range p.state.ISR {
 		if f := p.followers[r]; r != p.b.opts.ID && f != nil && now.Sub(f.lastCaughtUp) > p.b.cfg.ReplicaLagTimeMax {

@@ -118,7 +118,7 @@ func (p *partition) becomeLeader(ps metadata.Partition) error {
 	p.role = roleLeader
 	p.pendingISR = nil
 	p.truncatePending = false
-	now := b.e.Now()
+	now := b.e.WallClock() // the ISR lag's clock (isr.go)
 	p.followers = map[int32]*follower{}
 	for _, r := range ps.Replicas {
 		if r != b.opts.ID {

@@ -263,7 +263,7 @@ func (tc *txnCoordinator) persist(t *txnMeta, next txnRecord, done func(code int
 		done(code)
 		return
 	}
-	next.Updated = tc.b.e.Now()
+	next.Updated = tc.b.e.WallClock()
 	t.pending = next.State
 	rec := record.Record{Key: encodeTxnKey(t.id), Value: encodeTxnValue(next)}
 	tc.c.appendCommitted(p, []record.Record{rec}, func(code int16) {
@@ -427,7 +427,10 @@ func (tc *txnCoordinator) fence(t *txnMeta, why string, done func(code int16)) {
 // transaction.timeout.ms.
 func (tc *txnCoordinator) abortTimedOut() {
 	defer tc.b.e.AfterFunc(txnTimeoutCheckInterval, tc.abortTimedOut)
-	now := tc.b.e.Now()
+	// On the wall clock, as Kafka's TransactionStateManager.timedOutTransactions
+	// compares txnStartTimestamp with time.milliseconds(): the start is
+	// persisted, so a coordinator taking over compares it with its own clock.
+	now := tc.b.e.WallClock()
 	for _, id := range slices.Sorted(maps.Keys(tc.txns)) {
 		t := tc.txns[id]
 		if t.State != txnOngoing || t.pending != txnNone || now.Sub(t.Started) <= t.Timeout {
@@ -457,7 +460,7 @@ func (tc *txnCoordinator) addPartitions(id string, pid int64, epoch int16, tps [
 	default:
 		next := t.clone()
 		if t.State != txnOngoing {
-			next.Partitions, next.Started = nil, tc.b.e.Now()
+			next.Partitions, next.Started = nil, tc.b.e.WallClock()
 		}
 		next.State = txnOngoing
 		next.Partitions = addPartitions(next.Partitions, tps)

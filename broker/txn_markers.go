@@ -303,7 +303,7 @@ func (tc *txnCoordinator) appendMarker(tp metadata.TopicPartition, m kmsg.WriteT
 	if m.Committed {
 		marker.Type = record.ControlCommit
 	}
-	res, err := p.log.AppendMarker(m.ProducerID, m.ProducerEpoch, marker, p.state.LeaderEpoch, b.e.Now().UnixMilli())
+	res, err := p.log.AppendMarker(m.ProducerID, m.ProducerEpoch, marker, p.state.LeaderEpoch, b.e.WallClock().UnixMilli())
 	if err != nil {
 		if errorIs(err, log.ErrKafkaStorage) {
 			b.haltOnStorageError(fmt.Sprintf("append marker to %v: %v", tp, err))

@@ -416,3 +416,26 @@ func TestAnEmptyHistoryHoldsEverythingButSaysDeliveryWasNotJudged(t *testing.T) 
 		}
 	}
 }
+
+// A final read that could not finish is recorded as far as it got
+// (outcome info): what it could not read is a liveness failure —
+// final-read-stuck, and the messages behind it unseen — while at-most-once
+// is still judged on what was read.
+func TestAFinalReadStuckHalfwayIsALivenessFailureNotADuplicate(t *testing.T) {
+	var b hb
+	b.send("p0", 0, 1, ok, x, 0, "a")
+	b.send("p0", 2, 3, ok, x, 1, "b")
+	f := b.final(4, x, rs(0, "a"))
+	b.h[f-1].Outcome, b.h[f-1].Error = info, "final read of x/0 stuck at offset 1 (end 2) after 30s"
+	v := b.check(t, checkers.Options{})
+	stuck := wantAnomaly(t, v, "final-read-stuck", 1, f)
+	if stuck.Class != checkers.Liveness || !strings.Contains(stuck.Witnesses[0].Message, "stuck at offset 1") {
+		t.Fatalf("final-read-stuck is liveness and says where it stopped:\n%s", v.Summary())
+	}
+	if _, ok := v.Anomaly("unseen"); !ok {
+		t.Fatalf("b was never read:\n%s", v.Summary())
+	}
+	if v.Holds(checkers.AtLeastOnce) || !v.Holds(checkers.AtMostOnce) {
+		t.Fatalf("a stuck read breaks at-least-once, not at-most-once: observed %s\n%s", v.Observed, v.Summary())
+	}
+}

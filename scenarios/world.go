@@ -198,6 +198,15 @@ func (c *cluster) nemesisOptions(topics []string, duration time.Duration) faults
 		o.DiskFaultyMax = (c.s.Cluster.ReplicationFactor - 1) / 2
 	}
 	o.Triggers = c.triggers()
+	// A node that lost power is back — its old registration expired, a new
+	// one accepted (Kafka refuses a second registration while the first's
+	// session lives), the ISR rejoined — only a session timeout and a few
+	// seconds after it started again. A second power loss sooner loses a
+	// second replica's unsynced data before the first has re-replicated:
+	// correlated, not single, and Kafka's ISR then loses acknowledged data
+	// (the "last replica standing" of KIP-966, seed 874 of
+	// acks-all-idempotent@power with a 5 s settle time).
+	o.SettleTime = c.cfg.BrokerSessionTimeout + 4*time.Second
 	return o
 }
 

@@ -230,7 +230,7 @@ func (c *cluster) maybeRefresh() {
 	if c.closed || c.inflight || !c.stale {
 		return
 	}
-	now := c.e.Now()
+	now := c.e.WallClock()
 	if c.lastRefresh != 0 {
 		if at := c.lastRefresh.Add(c.opts.RetryBackoff); now < at {
 			c.armAt(at)
@@ -249,7 +249,7 @@ func (c *cluster) armAt(t env.Time) {
 		c.e.Cancel(c.timer)
 	}
 	c.timerAt = t
-	c.timer = c.e.AfterFunc(t.Sub(c.e.Now()), func() {
+	c.timer = c.e.AfterFunc(t.Sub(c.e.WallClock()), func() {
 		c.timer = 0
 		c.maybeRefresh()
 	})
@@ -273,7 +273,7 @@ func (c *cluster) refresh() {
 	conn, timeout := c.leastLoaded()
 	conn.Do(req, timeout, func(resp kmsg.Response, err error) {
 		c.inflight = false
-		c.lastRefresh = c.e.Now()
+		c.lastRefresh = c.e.WallClock()
 		if c.closed {
 			return
 		}

@@ -102,7 +102,7 @@ func NewConsumer(e env.Env, r *rpc.Router, opts ConsumerOptions) (*Consumer, err
 		coord: coordinator{id: -1},
 	}
 	c.cl = newCluster(e, r, opts.ConnectionOptions, c.wake)
-	c.autoCommitAt = e.Now().Add(opts.AutoCommitInterval)
+	c.autoCommitAt = e.WallClock().Add(opts.AutoCommitInterval)
 	return c, nil
 }
 
@@ -231,7 +231,7 @@ func (c *Consumer) Poll(maxRecords int, timeout time.Duration, done func([]Recor
 		c.notePoll()
 	}
 	c.maybeAutoCommit()
-	c.poll = &pendingPoll{max: maxRecords, deadline: c.e.Now().Add(timeout), done: done}
+	c.poll = &pendingPoll{max: maxRecords, deadline: c.e.WallClock().Add(timeout), done: done}
 	c.wake()
 }
 
@@ -323,7 +323,7 @@ func (c *Consumer) run() {
 	if c.poll == nil {
 		return
 	}
-	now := c.e.Now()
+	now := c.e.WallClock()
 	next := c.poll.deadline
 	c.updatePositions(now, &next)
 	if c.completePoll(now) {

@@ -16,6 +16,18 @@
 // DefaultConsumerOptions spell out Kafka's defaults, and constructors refuse
 // impossible settings instead of filling in hidden ones.
 //
+// # Clocks
+//
+// The clients measure their deadlines — delivery.timeout.ms, linger.ms,
+// retry backoffs, max.block.ms, poll and API timeouts, auto-commit, metadata
+// age — on the wall clock (Env.WallClock), as Kafka's clients read
+// Time.milliseconds() in NetworkClient, RecordAccumulator, Sender and the
+// consumer's timers; record timestamps (CreateTime) come from it too. A
+// clock stepped forward expires what is pending at the next look; one
+// stepped back stretches every deadline by the step. Timers still run on
+// the monotonic clock; each wakes the client to look at the wall clock
+// again.
+//
 // # Metadata
 //
 // Each client keeps its own view of the cluster: broker addresses (a

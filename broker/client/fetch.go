@@ -106,7 +106,7 @@ func (c *Consumer) handleFetch(leader int32, sent []fetched, resp kmsg.Response,
 		return
 	}
 	defer c.wake()
-	now := c.e.Now()
+	now := c.e.WallClock()
 	if err != nil {
 		c.cl.requestUpdate()
 		for _, s := range sent {

@@ -116,7 +116,7 @@ func (p *Producer) initProducerID() {
 			}
 		}
 		if err != nil {
-			id.retryAt = p.e.Now().Add(p.opts.RetryBackoff)
+			id.retryAt = p.e.WallClock().Add(p.opts.RetryBackoff)
 			p.e.Log("producer-id-failed", "client", p.opts.ClientID, "error", err.Error())
 			return
 		}

@@ -74,7 +74,7 @@ func (c *Consumer) positionsFromCommitted(as []*assignment) {
 		tps[i], gens[i] = a.tp, a.gen
 	}
 	c.offsetFetch(tps, func(got map[TopicPartition]OffsetAndMetadata, err error) {
-		now := c.e.Now()
+		now := c.e.WallClock()
 		for i, a := range as {
 			a.inflight = false
 			if c.assigned[a.tp] != a || a.gen != gens[i] || a.state != needsCommitted {
@@ -134,7 +134,7 @@ func (c *Consumer) listOffsets(leader int32, as []*assignment) {
 			return
 		}
 		defer c.wake()
-		now := c.e.Now()
+		now := c.e.WallClock()
 		answers := map[TopicPartition]*kmsg.ListOffsetsResponseTopicPartition{}
 		if err == nil {
 			lr := resp.(*kmsg.ListOffsetsResponse)
@@ -176,10 +176,10 @@ func (c *Consumer) listOffsets(leader int32, as []*assignment) {
 // reached — once auto.commit.interval.ms has passed since the last
 // auto-commit. Like Kafka's, the commit is asynchronous and not retried.
 func (c *Consumer) maybeAutoCommit() {
-	if !c.opts.EnableAutoCommit || c.e.Now() < c.autoCommitAt {
+	if !c.opts.EnableAutoCommit || c.e.WallClock() < c.autoCommitAt {
 		return
 	}
-	c.autoCommitAt = c.e.Now().Add(c.opts.AutoCommitInterval)
+	c.autoCommitAt = c.e.WallClock().Add(c.opts.AutoCommitInterval)
 	offsets := c.Positions()
 	if len(offsets) == 0 {
 		return
@@ -226,11 +226,11 @@ func (c *Consumer) Committed(tps []TopicPartition, done func(map[TopicPartition]
 		c.deliverLater()
 		return
 	}
-	deadline := c.e.Now().Add(c.opts.DefaultAPITimeout)
+	deadline := c.e.WallClock().Add(c.opts.DefaultAPITimeout)
 	var attempt func()
 	attempt = func() {
 		c.offsetFetch(tps, func(got map[TopicPartition]OffsetAndMetadata, err error) {
-			if err != nil && !c.closed && retriableCall(err) && c.e.Now().Add(c.opts.RetryBackoff) < deadline {
+			if err != nil && !c.closed && retriableCall(err) && c.e.WallClock().Add(c.opts.RetryBackoff) < deadline {
 				c.e.AfterFunc(c.opts.RetryBackoff, attempt)
 				return
 			}
@@ -286,7 +286,7 @@ func (c *Consumer) commit(offsets map[TopicPartition]OffsetAndMetadata, retry bo
 		rp.Metadata = kmsg.StringPtr(o.Metadata)
 		req.Topics[n-1].Partitions = append(req.Topics[n-1].Partitions, rp)
 	}
-	op := &commitOp{req: req, deadline: c.e.Now().Add(c.opts.DefaultAPITimeout), retry: retry, done: done}
+	op := &commitOp{req: req, deadline: c.e.WallClock().Add(c.opts.DefaultAPITimeout), retry: retry, done: done}
 	c.commitAttempt(op)
 }
 
@@ -328,7 +328,7 @@ func (c *Consumer) commitFailed(op *commitOp, err error, maybe bool) {
 	if maybe {
 		op.maybe = true
 	}
-	if op.retry && !c.closed && retriableCall(err) && c.e.Now().Add(c.opts.RetryBackoff) < op.deadline {
+	if op.retry && !c.closed && retriableCall(err) && c.e.WallClock().Add(c.opts.RetryBackoff) < op.deadline {
 		c.e.AfterFunc(c.opts.RetryBackoff, func() { c.commitAttempt(op) })
 		return
 	}

@@ -137,7 +137,7 @@ func NewProducer(e env.Env, r *rpc.Router, opts ProducerOptions) (*Producer, err
 // commits: a record of an aborted transaction can be OK (appended, and
 // hidden from read_committed consumers by the abort marker).
 func (p *Producer) Send(rec Record, done func(SendResult)) {
-	now := p.e.Now()
+	now := p.e.WallClock()
 	pr := &pendingRecord{rec: rec, done: done, created: now}
 	if pr.rec.Timestamp == 0 {
 		pr.rec.Timestamp = now

@@ -140,7 +140,7 @@ func (p *Producer) run() {
 		return
 	}
 	defer p.deliver()
-	now := p.e.Now()
+	now := p.e.WallClock()
 	next := never
 	p.placeAwaiting(now, &next)
 	p.expire(now, &next)
@@ -479,7 +479,7 @@ func (p *Producer) handlePartition(b *batch, a *kmsg.ProduceResponseTopicPartiti
 // and UNKNOWN_PRODUCER_ID are retried too, with an epoch bump when they
 // reveal a gap (TransactionManager.canRetry).
 func (p *Producer) canRetry(b *batch, code int16, err error, logStartOffset int64) bool {
-	if b.done || p.fatal != nil || b.retries >= p.opts.Retries || p.e.Now() >= b.created.Add(p.opts.DeliveryTimeout) {
+	if b.done || p.fatal != nil || b.retries >= p.opts.Retries || p.e.WallClock() >= b.created.Add(p.opts.DeliveryTimeout) {
 		return false
 	}
 	if p.opts.EnableIdempotence && b.baseSeq != record.NoSequence {
@@ -501,9 +501,9 @@ func (p *Producer) attemptFailed(b *batch, cause error, maybe, retry bool) {
 	if b.done {
 		return // expired while on the wire; its outcome is out
 	}
-	if retry && p.fatal == nil && b.retries < p.opts.Retries && p.e.Now() < b.created.Add(p.opts.DeliveryTimeout) {
+	if retry && p.fatal == nil && b.retries < p.opts.Retries && p.e.WallClock() < b.created.Add(p.opts.DeliveryTimeout) {
 		b.retries++
-		b.lastAttempt = p.e.Now()
+		b.lastAttempt = p.e.WallClock()
 		p.reenqueue(b)
 		return
 	}

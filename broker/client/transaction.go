@@ -213,7 +213,7 @@ func (p *Producer) SendOffsetsToTransaction(offsets map[TopicPartition]OffsetAnd
 		}
 		p.note(func() { done(err) })
 	}
-	deadline := p.e.Now().Add(p.opts.MaxBlock)
+	deadline := p.e.WallClock().Add(p.opts.MaxBlock)
 	fail := func(err error, maybe bool) { finish(outcomeErr(maybe, err)) }
 	commit := &txnCall{name: "TxnOffsetCommit", group: g.GroupID, deadline: deadline, fail: fail, inTxn: true}
 	commit.request = func() kmsg.Request { return t.txnOffsetCommitRequest(offsets, g) }
@@ -492,7 +492,7 @@ func (t *transactions) coordinatorStep(code int16) (txnStep, bool) {
 // (KIP-360), or noIdentity for a fresh start.
 func (t *transactions) initProducerID(from identity, done func(error)) {
 	p := t.p
-	c := &txnCall{name: "InitProducerId", deadline: p.e.Now().Add(p.opts.MaxBlock)}
+	c := &txnCall{name: "InitProducerId", deadline: p.e.WallClock().Add(p.opts.MaxBlock)}
 	c.request = func() kmsg.Request {
 		req := kmsg.NewPtrInitProducerIDRequest()
 		req.TransactionalID = kmsg.StringPtr(t.id)
@@ -564,7 +564,7 @@ func (t *transactions) endTransaction(commit bool, done func(error)) {
 	if commit {
 		op = "EndTxn(commit)"
 	}
-	c := &txnCall{name: op, deadline: p.e.Now().Add(p.opts.MaxBlock)}
+	c := &txnCall{name: op, deadline: p.e.WallClock().Add(p.opts.MaxBlock)}
 	c.request = func() kmsg.Request {
 		req := kmsg.NewPtrEndTxnRequest()
 		req.TransactionalID, req.Commit = t.id, commit
@@ -665,7 +665,7 @@ func (t *transactions) canDrain(q *partitionQueue, b *batch) bool {
 
 func (t *transactions) addPartitionsCall() *txnCall {
 	p := t.p
-	c := &txnCall{name: "AddPartitionsToTxn", deadline: p.e.Now().Add(p.opts.MaxBlock), inTxn: true}
+	c := &txnCall{name: "AddPartitionsToTxn", deadline: p.e.WallClock().Add(p.opts.MaxBlock), inTxn: true}
 	var asked []TopicPartition
 	c.request = func() kmsg.Request {
 		asked = asked[:0]
@@ -765,7 +765,7 @@ func (t *transactions) pump() {
 		t.maybeIdle()
 		return
 	}
-	now := p.e.Now()
+	now := p.e.WallClock()
 	c := t.calls[0]
 	if c.inTxn && t.state == txnAborting {
 		t.calls = t.calls[1:]
@@ -825,9 +825,9 @@ func (t *transactions) pump() {
 			}
 		case stepRefind:
 			ref.id, ref.addr = -1, ""
-			t.retryAt = p.e.Now().Add(p.opts.RetryBackoff)
+			t.retryAt = p.e.WallClock().Add(p.opts.RetryBackoff)
 		case stepRetry:
-			t.retryAt = p.e.Now().Add(p.opts.RetryBackoff)
+			t.retryAt = p.e.WallClock().Add(p.opts.RetryBackoff)
 		}
 		t.pump()
 	})
@@ -838,7 +838,7 @@ func (t *transactions) armAt(at env.Time) {
 	if t.timer != 0 {
 		return
 	}
-	t.timer = p.e.AfterFunc(at.Sub(p.e.Now()), func() {
+	t.timer = p.e.AfterFunc(at.Sub(p.e.WallClock()), func() {
 		defer p.deliver()
 		t.timer = 0
 		t.pump()
@@ -882,7 +882,7 @@ func (t *transactions) findCoordinator(typ int8, key string, ref *coordRef) {
 		}
 		if err != nil {
 			p.e.Log("producer-find-coordinator-failed", "client", p.opts.ClientID, "key", key, "error", err.Error())
-			t.retryAt = p.e.Now().Add(p.opts.RetryBackoff)
+			t.retryAt = p.e.WallClock().Add(p.opts.RetryBackoff)
 		}
 		t.pump()
 	})
