@@ -276,6 +276,14 @@ func analyze(s Schedule) structure {
 			if j >= 0 {
 				st.closes[i], st.closedBy[j] = j, i
 			}
+		case KindSkew:
+			// A skew of a tag whose action was a skew steps the clock
+			// back: it undoes that one.
+			if a.Target.Role == RoleTag {
+				if k := owner[a.Target.Name]; s[k].Kind == KindSkew && st.closedBy[k] < 0 {
+					st.closes[i], st.closedBy[k] = k, i
+				}
+			}
 		case KindHeal:
 			st.healOf[i] = openCuts
 			for _, j := range openCuts {

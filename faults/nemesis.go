@@ -470,11 +470,15 @@ var features = []feature{
 		return one(Action{Kind: KindPause, Target: pick(c, g.pausable)}, ticks(c, 1, 100), KindResume)
 	}},
 	{"skew", ClassClock, func(g *generator, c chooser) episode {
-		by := ticks(c, 1, 600)
+		// An NTP step of up to 10 s, stepped back when the episode ends,
+		// so offsets never pile up: a clock minutes off stretches every
+		// wall-clock deadline by minutes (Kafka's clients and ISR read the
+		// wall clock), beyond what a drain can wait for.
+		by := ticks(c, 1, 100)
 		if c.intn(2) == 1 {
 			by = -by
 		}
-		return one(Action{Kind: KindSkew, Target: pick(c, g.clockable), By: by}, 0, 0)
+		return one(Action{Kind: KindSkew, Target: pick(c, g.clockable), By: by}, ticks(c, 5, 80), KindSkew)
 	}},
 	{"drift", ClassClock, func(g *generator, c chooser) episode {
 		ppm := int64(1+c.intn(100)) * 1000
@@ -697,8 +701,11 @@ func (g *generator) pace(eps []episode, gaps []time.Duration) Schedule {
 		var undo Schedule
 		for _, a := range e.acts {
 			a.At = at
-			if e.undo == KindStart || e.undo == KindResume {
+			if e.undo == KindStart || e.undo == KindResume || e.undo == KindSkew {
 				u := Action{At: until, Kind: e.undo, Target: a.Target}
+				if e.undo == KindSkew {
+					u.By = -a.By
+				}
 				if a.Target.IsRole() || a.When != "" {
 					tags++
 					a.Tag = fmt.Sprint(tags)
