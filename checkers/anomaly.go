@@ -24,6 +24,7 @@ func (a *analysis) checkAnomalies() {
 	a.sendOrder()
 	a.offsetRegressions()
 	a.stuckFinalReads()
+	a.replicaAgreement()
 }
 
 // stuckFinalReads reports every final read that did not finish (outcome

@@ -71,6 +71,7 @@ var anomalies = map[string]anomalyInfo{
 	"nonmonotonic-send":  {Safety, nil, true, "one producer's later send got a lower offset in a partition (reordering)"},
 	"offset-regression":  {Safety, breaksEO, false, "a group's committed offset moved backwards"},
 	"final-read-stuck":   {Liveness, breaksALO, false, "a final read could not finish after heal and drain: the store did not serve what it holds"},
+	"replica-divergence": {Safety, breaksALO, false, "two replicas hold different records below a high watermark: committed data a failover would lose or change"},
 	"stale-offset-fetch": {Safety, breaksEO, false, "committed offsets are not a linearizable register: a fetch returned what was not the latest commit"},
 	"nonlinearizable":    {Safety, breaksEO, false, "a partition log is not a linearizable append-only log"},
 	"key-order":          {Safety, nil, true, "the final output holds one key's messages out of input order"},

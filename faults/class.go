@@ -2,6 +2,7 @@ package faults
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -211,7 +212,7 @@ func (c Class) Check(s Schedule, o Options) error {
 	}
 	if len(faulty) > o.diskFaultyMax() {
 		return fmt.Errorf("faults: disk faults on %d brokers (%s); class %s allows %d",
-			len(faulty), strings.Join(sortedKeys(faulty), ", "), c, o.diskFaultyMax())
+			len(faulty), strings.Join(slices.Sorted(maps.Keys(faulty)), ", "), c, o.diskFaultyMax())
 	}
 	return nil
 }

@@ -313,6 +313,8 @@ func (g *generator) can(name string) bool {
 		return len(g.o.Triggers) > 0 && len(g.o.Clients) > 0
 	case "power-loss-correlated-on-trigger":
 		return len(g.o.Triggers) > 0 && len(g.o.Brokers) >= 2
+	case "crash-leader-then-successor-on-truncation":
+		return slices.ContainsFunc(g.o.Triggers, func(t Trigger) bool { return t.Probe == probe.FollowerTruncatedToHighWatermark && t.On != "" })
 	case "followers-cut-then-leader-isolated-on-catch-up":
 		return len(g.catchUp) > 0 && g.o.Controller != ""
 	case "delay-txn-request-on-trigger":
@@ -358,6 +360,7 @@ var aims = map[string][]string{
 	"pause-on-trigger":                               {probe.TransactionAwaitingCommit, probe.CommittedBeforeProcessing, probe.ProcessedBeforeCommit},
 	"followers-cut-then-leader-isolated-on-catch-up": {probe.FollowerFetchOutOfSync},
 	"delay-txn-request-on-trigger":                   {probe.TransactionAwaitingCommit},
+	"crash-leader-then-successor-on-truncation":      {probe.FollowerTruncatedToHighWatermark},
 }
 
 // aimsAtMain reports whether the targeted feature name is aimed at the
@@ -492,6 +495,30 @@ var features = []feature{
 	// hits the node that reached it, inside the window the probe marks.
 	{"crash-on-trigger", ClassCrash, func(g *generator, c chooser) episode {
 		return triggered(g, c, "crash-on-trigger", one(Action{Kind: KindCrash, Target: Probed()}, ticks(c, 3, 40), KindStart))
+	}},
+	{"crash-leader-then-successor-on-truncation", ClassCrash, func(g *generator, c chooser) episode {
+		// KIP-101's first scenario: a partition's leader crashed; when the
+		// election makes a follower cut its log to its high watermark
+		// (which lags the leader's by a fetch), the new leader crashed at
+		// once, before that follower fetches again. Elected next, the
+		// follower lacks what the first leader's high watermark covered.
+		// Both stay down long enough for each election to happen.
+		var ts []Trigger
+		for _, t := range g.o.Triggers {
+			if t.Probe == probe.FollowerTruncatedToHighWatermark && t.On != "" {
+				ts = append(ts, t)
+			}
+		}
+		tr := pick(c, ts)
+		topic, p, _ := parseTopicPartition(tr.On)
+		e := episode{acts: []Action{
+			{Kind: KindCrash, Target: Leader(topic, p)},
+			{Kind: KindCrash, Target: Leader(topic, p), When: tr.Probe, On: tr.On},
+		}, length: ticks(c, 65, 100), undo: KindStart}
+		e.minLength = electionTime
+		e.window = ticks(c, 70, 100) // the first election: electionTime and a little
+		e.acts[1].Within = e.window
+		return e
 	}},
 	{"reset-on-trigger", ClassNetwork, func(g *generator, c chooser) episode {
 		// Every connection of the probed node reset: what it just sent is

@@ -33,6 +33,7 @@ type opJSON struct {
 	SinkWrite   *SinkWrite   `json:"sink_write,omitempty"`
 	FinalRead   *FinalRead   `json:"final_read,omitempty"`
 	Nemesis     *Nemesis     `json:"nemesis,omitempty"`
+	Replica     *Replica     `json:"replica,omitempty"`
 }
 
 // MarshalJSON writes the op with "return" omitted when it never completed.
@@ -42,7 +43,7 @@ func (op Op) MarshalJSON() ([]byte, error) {
 		Outcome: op.Outcome, Error: op.Error,
 		Send: op.Send, Poll: op.Poll, Assign: op.Assign, Subscribe: op.Subscribe,
 		Rebalance: op.Rebalance, Seek: op.Seek, Commit: op.Commit, OffsetFetch: op.OffsetFetch,
-		Txn: op.Txn, SinkWrite: op.SinkWrite, FinalRead: op.FinalRead, Nemesis: op.Nemesis,
+		Txn: op.Txn, SinkWrite: op.SinkWrite, FinalRead: op.FinalRead, Nemesis: op.Nemesis, Replica: op.Replica,
 	}
 	if op.Return != Never {
 		r := op.Return
@@ -64,7 +65,7 @@ func (op *Op) UnmarshalJSON(b []byte) error {
 		Outcome: w.Outcome, Error: w.Error,
 		Send: w.Send, Poll: w.Poll, Assign: w.Assign, Subscribe: w.Subscribe,
 		Rebalance: w.Rebalance, Seek: w.Seek, Commit: w.Commit, OffsetFetch: w.OffsetFetch,
-		Txn: w.Txn, SinkWrite: w.SinkWrite, FinalRead: w.FinalRead, Nemesis: w.Nemesis,
+		Txn: w.Txn, SinkWrite: w.SinkWrite, FinalRead: w.FinalRead, Nemesis: w.Nemesis, Replica: w.Replica,
 	}
 	if w.Return != nil {
 		op.Return = *w.Return

@@ -35,6 +35,7 @@ const (
 	KindSinkWrite   Kind = "sink-write"
 	KindFinalRead   Kind = "final-read"
 	KindNemesis     Kind = "nemesis"
+	KindReplica     Kind = "replica"
 )
 
 // Outcome is how an operation ended.
@@ -215,6 +216,46 @@ type FinalRead struct {
 	Offsets []PartitionOffset `json:"offsets,omitempty"`
 }
 
+// Replica is what one replica of a partition holds after the drain, read
+// off its broker's disk as a tool reads it (kafka-dump-log): its batches in
+// offset order, its leader-epoch cache and its high watermark, with what
+// the cluster says of it — whether it leads and is in the ISR. The
+// checkers compare replicas: Kafka promises the ISR agree below the high
+// watermark.
+type Replica struct {
+	TP     TopicPartition `json:"tp"`
+	Broker string         `json:"broker"`
+	Leader bool           `json:"leader,omitempty"`
+	InISR  bool           `json:"in_isr,omitempty"`
+	// Online: the broker runs and serves the partition. A replica that is
+	// not has not recovered its log yet (a torn tail, a stale checkpoint)
+	// and is not compared.
+	Online bool `json:"online,omitempty"`
+	// HighWatermark is the replica's own: live if it runs, else its
+	// checkpoint (-1 if neither).
+	HighWatermark int64          `json:"high_watermark"`
+	Batches       []ReplicaBatch `json:"batches"`
+	Epochs        []ReplicaEpoch `json:"epochs,omitempty"`
+	// Stopped says why reading the log ended early ("" if it did not): a
+	// torn tail or a corrupt batch.
+	Stopped string `json:"stopped,omitempty"`
+}
+
+// ReplicaBatch is one batch as replicas are compared: two agree at an
+// offset when their batches there are equal.
+type ReplicaBatch struct {
+	Base  int64  `json:"base"`
+	Last  int64  `json:"last"`
+	Epoch int32  `json:"epoch"`
+	CRC   uint32 `json:"crc"`
+}
+
+// ReplicaEpoch is an entry of a replica's leader-epoch cache.
+type ReplicaEpoch struct {
+	Epoch int32 `json:"epoch"`
+	Start int64 `json:"start"`
+}
+
 // Nemesis is a fault event, kept for annotating visualizations.
 type Nemesis struct {
 	Description string   `json:"description"`
@@ -245,6 +286,7 @@ type Op struct {
 	SinkWrite   *SinkWrite   `json:"sink_write,omitempty"`
 	FinalRead   *FinalRead   `json:"final_read,omitempty"`
 	Nemesis     *Nemesis     `json:"nemesis,omitempty"`
+	Replica     *Replica     `json:"replica,omitempty"`
 }
 
 // Completed reports whether the operation returned.

@@ -134,6 +134,16 @@ func (r *Recorder) Nemesis(start, end int64, description string, nodes ...string
 	return id
 }
 
+// Replica records what a replica holds at time t (an instant: it was read
+// off the disk).
+func (r *Recorder) Replica(t int64, reader string, rep Replica) ID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id := ID(len(r.ops) + 1)
+	r.ops = append(r.ops, Op{ID: id, Process: reader, Kind: KindReplica, Call: t, Return: t, Outcome: OK, Replica: &rep})
+	return id
+}
+
 // History returns a copy of what was recorded. Operations still pending
 // are indefinite: outcome info, never returned.
 func (r *Recorder) History() History {

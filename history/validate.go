@@ -180,6 +180,24 @@ func (h History) validateOp(op *Op, ids Index) error {
 		if op.Nemesis == nil {
 			return errPayload(op.Kind)
 		}
+	case KindReplica:
+		r := op.Replica
+		if r == nil {
+			return errPayload(op.Kind)
+		}
+		if err := checkTP(r.TP); err != nil {
+			return err
+		}
+		if r.Broker == "" {
+			return fmt.Errorf("replica of %s names no broker", r.TP)
+		}
+		next := int64(0)
+		for _, b := range r.Batches {
+			if b.Base < next || b.Last < b.Base {
+				return fmt.Errorf("replica of %s on %s: batch [%d..%d] out of order", r.TP, r.Broker, b.Base, b.Last)
+			}
+			next = b.Last + 1
+		}
 	default:
 		return fmt.Errorf("unknown kind %q", op.Kind)
 	}
@@ -205,6 +223,7 @@ func (op *Op) payloads() int {
 	count(op.SinkWrite != nil)
 	count(op.FinalRead != nil)
 	count(op.Nemesis != nil)
+	count(op.Replica != nil)
 	return n
 }
 

@@ -13,7 +13,10 @@
 // lands inside the window a mechanism guards.
 package probe
 
-import "slices"
+import (
+	"slices"
+	"strings"
+)
 
 // Replication.
 const (
@@ -186,15 +189,7 @@ type Counts []Count
 
 // Hits is how often name was hit.
 func (c Counts) Hits(name string) uint64 {
-	i, ok := slices.BinarySearchFunc(c, name, func(x Count, n string) int {
-		switch {
-		case x.Name < n:
-			return -1
-		case x.Name > n:
-			return 1
-		}
-		return 0
-	})
+	i, ok := slices.BinarySearchFunc(c, name, func(x Count, n string) int { return strings.Compare(x.Name, n) })
 	if !ok {
 		return 0
 	}
@@ -221,14 +216,6 @@ func FromMap(m map[string]uint64) Counts {
 			out = append(out, Count{n, h})
 		}
 	}
-	slices.SortFunc(out, func(a, b Count) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b Count) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }

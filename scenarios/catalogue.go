@@ -195,6 +195,10 @@ var catalogue = slices.Concat(
 			s.Producer.EnableIdempotence = false
 			s.Workload.Kind, s.Faults, s.Expect, s.Refutes = ProduceOnly, "network", checkers.AtLeastOnce, checkers.ExactlyOnce
 		}),
+		scenario("acks-all-kip101-off", "acks=all with kip101.leader.epoch.truncation=false: a new follower cuts its log to its high watermark instead of asking the leader's epochs (the pre-KIP-101 rule), so after successive leader failures replicas diverge below the high watermark and committed records are lost", func(s *Scenario) {
+			s.Cluster.KIP101LeaderEpochTruncation = false
+			s.Workload.Kind, s.Faults, s.Expect, s.Refutes = ProduceOnly, "crash,network", checkers.None, checkers.AtLeastOnce
+		}),
 		scenario("acks-all-unclean-election", "acks=all with unclean.leader.election.enable: an out-of-sync leader loses committed data", func(s *Scenario) {
 			s.Cluster.UncleanLeaderElectionEnable = true
 			s.Cluster.MinInsyncReplicas = 1

@@ -182,6 +182,9 @@ func Run(s Scenario, o RunOptions) (*Result, error) {
 	if err := wl.finalReads(); err != nil {
 		return res.panicked(c, err)
 	}
+	if err := c.readReplicas(rec); err != nil {
+		return nil, fmt.Errorf("scenario %q seed %d: %w", s.Name, o.Seed, err)
+	}
 	c.measure()
 	copts := wl.checkOptions()
 	copts.HTML = o.HTML

@@ -225,24 +225,25 @@ func (c *cluster) triggers() []faults.Trigger {
 	case ProduceOnly:
 		// The menu leads with the window of the riskiest mechanism the
 		// configuration turns on: a follower catching up outside the ISR
-		// (unclean elections); an answer on its way, whose loss makes the
-		// producer retry (without idempotence: a duplicate); a new leader
-		// failing at once (successive failovers: KIP-101's case without
-		// epoch truncation). Then the rest: acknowledged before the
-		// followers fetched it (acks=1), an ISR change in flight.
+		// (unclean elections); a follower that cut its log to its high
+		// watermark (KIP-101's case without epoch truncation: its leader
+		// failing now elects it short); an answer on its way, whose loss
+		// makes the producer retry (without idempotence: a duplicate). Then
+		// the rest: acknowledged before the followers fetched it (acks=1),
+		// an ISR change in flight, a new leader.
 		var first []string
 		cl, pr := c.s.Cluster, c.s.Producer
 		if cl.UncleanLeaderElectionEnable {
 			first = append(first, probe.FollowerFetchOutOfSync)
 		}
+		if !cl.KIP101LeaderEpochTruncation {
+			first = append(first, probe.FollowerTruncatedToHighWatermark)
+		}
 		if !pr.EnableIdempotence || cl.LogFlushIntervalMessages == nil {
 			first = append(first, probe.ProduceAnswered)
 		}
-		if !cl.KIP101LeaderEpochTruncation {
-			first = append(first, probe.LeaderElected)
-		}
 		rest := []string{probe.ProduceAcknowledgedBeforeReplication, probe.ProduceAnswered, probe.FollowerFetchOutOfSync,
-			probe.ISRExpansionPending, probe.LeaderElected}
+			probe.ISRExpansionPending, probe.LeaderElected, probe.FollowerTruncatedToHighWatermark}
 		logs(inputTopic, slices.Compact(append(first, slices.DeleteFunc(rest, func(n string) bool { return slices.Contains(first, n) })...))...)
 	case ConsumeProcessSink:
 		// Between a consumer's commit and its processing, or the reverse:
