@@ -196,7 +196,7 @@ func TestAProducerWhoseLaterSendGetsALowerOffsetIsANonmonotonicSend(t *testing.T
 	var b hb
 	a := b.send("p0", 0, 1, ok, x, 3, "c", "d")
 	c := b.send("p0", 10, 11, ok, x, 1, "a", "b")
-	v := b.check(t, checkers.Options{KeyOrder: true})
+	v := b.check(t, checkers.Options{Order: checkers.KeyOrder})
 	wantAnomaly(t, v, "nonmonotonic-send", 1, a, c)
 	if v.OrderHeld {
 		t.Fatal("a reordered producer breaks promised order")
@@ -314,23 +314,23 @@ func TestASinkHoldingAnInputTwiceAndAnotherNeverBreaksBothGuarantees(t *testing.
 }
 
 func TestAnOutputOutOfInputOrderForOneKeyBreaksPromisedOrder(t *testing.T) {
-	build := func(promised bool) checkers.Verdict {
+	build := func(promised checkers.Order) checkers.Verdict {
 		var b hb
 		b.add(history.Op{Process: "prod", Kind: history.KindSend, Call: 0, Return: 1, Outcome: ok,
 			Send: &history.Send{TP: x, Messages: []history.Message{{Key: "k", Value: "a"}, {Key: "k", Value: "b"}}, Offset: 0}})
 		b.add(history.Op{Process: "final", Kind: history.KindFinalRead, Call: 20, Return: 21, Outcome: ok,
 			FinalRead: &history.FinalRead{Sink: "db", Output: true, Items: []history.Message{{Key: "k", Value: "B", Source: "b"}, {Key: "k", Value: "A", Source: "a"}}}})
-		return b.check(t, checkers.Options{KeyOrder: promised})
+		return b.check(t, checkers.Options{Order: promised})
 	}
-	v := build(true)
+	v := build(checkers.KeyOrder)
 	wantAnomaly(t, v, "key-order", 1)
 	if v.OrderHeld || !v.Holds(checkers.ExactlyOnce) {
 		t.Fatalf("key order is its own promise, apart from delivery:\n%s", v.Summary())
 	}
-	v = build(false)
+	v = build(checkers.PartitionOrder)
 	wantNo(t, v, "key-order")
 	if !v.OrderHeld {
-		t.Fatal("order not promised, so it holds")
+		t.Fatal("key order not promised, so the order promised holds")
 	}
 }
 

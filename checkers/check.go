@@ -32,8 +32,9 @@ const DefaultWitnessesMax = 3
 
 // Options say what the workload promises and how to check it.
 type Options struct {
-	// KeyOrder: the configuration promises per-key order; check it.
-	KeyOrder bool
+	// Order is the order the configuration promises; the order anomalies
+	// up to it are judged (OrderHeld), the others only reported.
+	Order Order
 	// Rebalancing: group consumers may change assignment without a
 	// recorded rebalance, so poll-skip and nonmonotonic-poll are not judged
 	// across polls of a group consumer.
@@ -111,7 +112,7 @@ func Check(h history.History, opts Options) (Verdict, error) {
 		for _, g := range an.Breaks {
 			held[g] = false
 		}
-		if anomalies[an.Name].order && opts.KeyOrder {
+		if o := anomalies[an.Name].order; o != NoOrder && opts.Order.covers(o) {
 			v.OrderHeld = false
 		}
 	}

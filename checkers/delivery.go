@@ -130,7 +130,7 @@ func (a *analysis) checkDelivery() (stats Stats, notes []string) {
 	if len(dups) > 0 {
 		a.reportDuplicateOutputs(dups, intents)
 	}
-	if a.opts.KeyOrder {
+	if a.opts.Order.covers(KeyOrder) {
 		a.keyOrder(effects, intents)
 	}
 	return stats, notes

@@ -40,7 +40,7 @@ func TestSavedHistoriesGetTheirVerdicts(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			v := mustCheck(t, h, checkers.Options{KeyOrder: true})
+			v := mustCheck(t, h, checkers.Options{Order: checkers.KeyOrder})
 			var names []string
 			for _, a := range v.Anomalies {
 				names = append(names, a.Name)
@@ -64,9 +64,9 @@ func TestCheckingIsDeterministic(t *testing.T) {
 				h = bad
 			}
 		}
-		first := mustCheck(t, h, checkers.Options{WitnessesMax: 50, KeyOrder: true})
+		first := mustCheck(t, h, checkers.Options{WitnessesMax: 50, Order: checkers.KeyOrder})
 		for i := 0; i < 3; i++ {
-			again := mustCheck(t, h, checkers.Options{WitnessesMax: 50, KeyOrder: true})
+			again := mustCheck(t, h, checkers.Options{WitnessesMax: 50, Order: checkers.KeyOrder})
 			if !reflect.DeepEqual(first, again) {
 				t.Fatalf("seed %d: verdicts differ:\n%s\n---\n%s", seed, first.Summary(), again.Summary())
 			}

@@ -51,7 +51,7 @@ func mustCheck(t interface {
 func TestHistoriesOfACorrectLogUnderRandomConcurrencyAreAlwaysAccepted(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		h := historytest.Log(drawLogConfig(t), rapidChoices{t})
-		v := mustCheck(t, h, checkers.Options{KeyOrder: true})
+		v := mustCheck(t, h, checkers.Options{Order: checkers.KeyOrder})
 		if len(v.Anomalies) > 0 || !v.Holds(checkers.ExactlyOnce) {
 			t.Fatalf("correct history rejected:\n%s", v.Summary())
 		}
@@ -62,7 +62,7 @@ func TestAnIndefiniteWriteIsNeverReportedAsFailed(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		h := historytest.Log(drawLogConfig(t), rapidChoices{t})
 		h, _, _ = historytest.AckedAsIndefinite(h, rapidChoices{t})
-		v := mustCheck(t, h, checkers.Options{KeyOrder: true})
+		v := mustCheck(t, h, checkers.Options{Order: checkers.KeyOrder})
 		if len(v.Anomalies) > 0 {
 			t.Fatalf("acknowledged writes turned indefinite made a correct history look wrong:\n%s", v.Summary())
 		}
@@ -111,7 +111,7 @@ func TestPipelineDefectsAreCaughtAndNamed(t *testing.T) {
 						continue
 					}
 				}
-				v := mustCheck(t, h, checkers.Options{KeyOrder: true})
+				v := mustCheck(t, h, checkers.Options{Order: checkers.KeyOrder})
 				if want == "" {
 					if len(v.Anomalies) > 0 || !v.Holds(checkers.ExactlyOnce) {
 						t.Fatalf("seed %d: correct pipeline rejected:\n%s", seed, v.Summary())

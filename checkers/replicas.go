@@ -2,15 +2,17 @@ package checkers
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/kafkasim/kafkasim/history"
 )
 
 // replicaAgreement checks Kafka's replication promises over the replicas
-// read off the brokers' disks after the drain (history.KindReplica), as
-// Kafka's own acceptance tests do (EpochDrivenReplicationProtocolAcceptanceTest,
-// KIP-101, KIP-279):
+// read off the brokers' disks (history.KindReplica) — sampled during the
+// run and read once more after the drain — as Kafka's own acceptance tests
+// do (EpochDrivenReplicationProtocolAcceptanceTest, KIP-101, KIP-279). In
+// every sample of a partition:
 //
 //   - every member of the ISR holds, below the leader's high watermark, the
 //     very batches the leader holds, and the same leader-epoch entries;
@@ -18,36 +20,38 @@ import (
 //     high watermarks — a replica's high watermark only ever covers what it
 //     fetched from a leader of that data.
 //
-// A replica that breaks either is replica-divergence: committed data that a
+// And across samples: what a leader's high watermark covered (committed)
+// is, batch for batch, on every later leader.
+//
+// A replica that breaks any is replica-divergence: committed data that a
 // failover to it would lose or change. Only online replicas (running,
 // serving the partition) are compared: one not yet recovered may hold a
 // torn tail its recovery will cut.
 func (a *analysis) replicaAgreement() {
-	byTP := map[history.TopicPartition][]*history.Op{}
+	type sample struct {
+		at   int64
+		reps []*history.Op
+	}
+	byTP := map[history.TopicPartition][]*sample{}
 	var tps []history.TopicPartition
 	for i := range a.h {
 		op := &a.h[i]
-		if op.Kind != history.KindReplica {
-			continue
-		}
-		tp := op.Replica.TP
-		if !op.Replica.Online {
+		if op.Kind != history.KindReplica || !op.Replica.Online {
 			continue // not recovered yet: its raw disk is no replica's word
 		}
-		if byTP[tp] == nil {
+		tp := op.Replica.TP
+		ss := byTP[tp]
+		if ss == nil {
 			tps = append(tps, tp)
 		}
-		byTP[tp] = append(byTP[tp], op)
+		if len(ss) == 0 || ss[len(ss)-1].at != op.Call {
+			ss = append(ss, &sample{at: op.Call})
+			byTP[tp] = ss
+		}
+		ss[len(ss)-1].reps = append(ss[len(ss)-1].reps, op)
 	}
 	slices.SortFunc(tps, func(x, y history.TopicPartition) int { return x.Compare(y) })
 	for _, tp := range tps {
-		reps := byTP[tp]
-		var leader *history.Op
-		for _, op := range reps {
-			if op.Replica.Leader {
-				leader = op
-			}
-		}
 		reported := map[[2]history.ID]bool{}
 		report := func(x, y *history.Op, msg string) {
 			key := [2]history.ID{x.ID, y.ID}
@@ -57,33 +61,110 @@ func (a *analysis) replicaAgreement() {
 			reported[key] = true
 			a.rep.add("replica-divergence", Witness{Message: msg, Ops: a.ref(x.ID, y.ID)})
 		}
-		if leader != nil {
-			hw := leader.Replica.HighWatermark
-			for _, f := range reps {
-				if f == leader || !f.Replica.InISR {
-					continue
+		var committed *history.Op // the leader whose high watermark covered the most so far
+		for _, s := range byTP[tp] {
+			var leader *history.Op
+			for _, op := range s.reps {
+				if op.Replica.Leader {
+					leader = op
 				}
-				if d := divergence(leader.Replica, f.Replica, hw); d != "" {
-					report(leader, f, fmt.Sprintf("%s: %s, in the ISR, disagrees with the leader %s below its high watermark %d: %s",
-						tp, f.Replica.Broker, leader.Replica.Broker, hw, d))
-					continue
+			}
+			if leader != nil {
+				hw := leader.Replica.HighWatermark
+				for _, f := range s.reps {
+					if f == leader || !f.Replica.InISR {
+						continue
+					}
+					if d := divergence(leader.Replica, f.Replica, hw); d != "" {
+						report(leader, f, fmt.Sprintf("%s: %s, in the ISR, disagrees with the leader %s below its high watermark %d: %s",
+							tp, f.Replica.Broker, leader.Replica.Broker, hw, d))
+						continue
+					}
+					if d := epochDivergence(leader.Replica, f.Replica, hw); d != "" {
+						report(leader, f, fmt.Sprintf("%s: %s, in the ISR, has other leader epochs than the leader %s below its high watermark %d: %s",
+							tp, f.Replica.Broker, leader.Replica.Broker, hw, d))
+					}
 				}
-				if d := epochDivergence(leader.Replica, f.Replica, hw); d != "" {
-					report(leader, f, fmt.Sprintf("%s: %s, in the ISR, has other leader epochs than the leader %s below its high watermark %d: %s",
-						tp, f.Replica.Broker, leader.Replica.Broker, hw, d))
+				if committed != nil {
+					old := committed.Replica
+					if d := divergence(old, leader.Replica, old.HighWatermark); d != "" {
+						report(committed, leader, fmt.Sprintf("%s: the leader %s at %d does not hold what the leader %s committed at %d, below its high watermark %d: %s",
+							tp, leader.Replica.Broker, leader.Call, old.Broker, committed.Call, old.HighWatermark, d))
+					}
+				}
+				if committed == nil || hw > committed.Replica.HighWatermark {
+					committed = leader
+				}
+			}
+			for i, x := range s.reps {
+				for _, y := range s.reps[i+1:] {
+					limit := min(x.Replica.HighWatermark, y.Replica.HighWatermark)
+					if d := divergence(x.Replica, y.Replica, limit); d != "" {
+						report(x, y, fmt.Sprintf("%s: %s and %s disagree below the smaller of their high watermarks, %d: %s",
+							tp, x.Replica.Broker, y.Replica.Broker, limit, d))
+					}
 				}
 			}
 		}
-		for i, x := range reps {
-			for _, y := range reps[i+1:] {
-				limit := min(x.Replica.HighWatermark, y.Replica.HighWatermark)
-				if d := divergence(x.Replica, y.Replica, limit); d != "" {
-					report(x, y, fmt.Sprintf("%s: %s and %s disagree below the smaller of their high watermarks, %d: %s",
-						tp, x.Replica.Broker, y.Replica.Broker, limit, d))
-				}
+		if ss := byTP[tp]; len(ss) > 0 {
+			for _, op := range ss[len(ss)-1].reps {
+				a.sequenceGaps(op)
 			}
 		}
 	}
+}
+
+// sequenceGaps checks one replica's log as the leader's producer-state
+// check does on append (Kafka's ProducerAppendInfo.checkSequence): within
+// a producer id and epoch, each batch's first sequence follows the last
+// sequence of the one before it, and an epoch's first batch starts at 0.
+// A batch that skips ahead is a sequence-gap: the leader accepted it while
+// an earlier one was missing, so the producer's order is broken (the
+// missing one lost, or appended later out of order).
+func (a *analysis) sequenceGaps(op *history.Op) {
+	r := op.Replica
+	type session struct {
+		producer int64
+		epoch    int16
+	}
+	last := map[session]history.ReplicaBatch{}
+	for _, b := range r.Batches {
+		if b.Control || b.Producer < 0 || b.Sequence < 0 {
+			continue
+		}
+		s := session{b.Producer, b.ProducerEpoch}
+		prev, seen := last[s]
+		last[s] = b
+		var want int32
+		if seen {
+			want = nextSequence(prev)
+		}
+		if b.Sequence == want || (seen && sequenceBefore(b.Sequence, want)) {
+			continue // in order, or a repeat (the duplicate checks judge those)
+		}
+		after := fmt.Sprintf("as producer %d epoch %d's first batch", b.Producer, b.ProducerEpoch)
+		if seen {
+			after = fmt.Sprintf("after its batch [%d..%d] ended at sequence %d", prev.Base, prev.Last, want-1)
+		}
+		a.rep.add("sequence-gap", Witness{
+			Message: fmt.Sprintf("%s on %s: producer %d epoch %d's batch [%d..%d] starts at sequence %d %s, not %d",
+				r.TP, r.Broker, b.Producer, b.ProducerEpoch, b.Base, b.Last, b.Sequence, after, want),
+			Ops: a.ref(op.ID)})
+	}
+}
+
+// nextSequence is the sequence the batch after b must start at, wrapping
+// past MaxInt32 to 0 as Kafka's sequences do.
+func nextSequence(b history.ReplicaBatch) int32 {
+	n := int64(b.Sequence) + (b.Last - b.Base) + 1
+	return int32(n % (int64(math.MaxInt32) + 1))
+}
+
+// sequenceBefore: s comes before want within the window of sequences a
+// producer may have in flight (taking wrap-around into account).
+func sequenceBefore(s, want int32) bool {
+	d := (int64(want) - int64(s) + int64(math.MaxInt32) + 1) % (int64(math.MaxInt32) + 1)
+	return d > 0 && d < 1<<20
 }
 
 // divergence says where replicas x and y first differ below offset limit

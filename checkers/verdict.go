@@ -27,6 +27,48 @@ func ParseGuarantee(s string) (Guarantee, error) {
 	return "", fmt.Errorf("checkers: unknown guarantee %q (want exactly-once, at-least-once, at-most-once or none)", s)
 }
 
+// Order is an order a configuration may promise beside its delivery
+// guarantee (KAFKA.md §6): reordering loses and duplicates nothing, so it
+// breaks no delivery guarantee, only the order promised.
+type Order string
+
+const (
+	NoOrder Order = ""
+	// PartitionOrder: each producer session's acknowledged sends to a
+	// partition lie in the log in the order they were sent
+	// (nonmonotonic-send), and the log holds no batch whose producer
+	// sequence skips past one not written (sequence-gap) — Kafka's promise
+	// for the idempotent producer, with up to five requests in flight.
+	PartitionOrder Order = "partition"
+	// KeyOrder: per-partition order, and the pipeline's output holds each
+	// key's messages in their input order (key-order).
+	KeyOrder Order = "key"
+)
+
+// ParseOrder reads an order's name ("" or "none" for no order).
+func ParseOrder(s string) (Order, error) {
+	switch o := Order(s); o {
+	case NoOrder, PartitionOrder, KeyOrder:
+		return o, nil
+	case "none":
+		return NoOrder, nil
+	}
+	return "", fmt.Errorf("checkers: unknown order %q (want partition, key or none)", s)
+}
+
+// covers reports whether promising o promises p too.
+func (o Order) covers(p Order) bool { return o.rank() >= p.rank() }
+
+func (o Order) rank() int {
+	switch o {
+	case PartitionOrder:
+		return 1
+	case KeyOrder:
+		return 2
+	}
+	return 0
+}
+
 // Kind of violation an anomaly is.
 type Class string
 
@@ -41,7 +83,7 @@ const (
 type anomalyInfo struct {
 	class  Class
 	breaks []Guarantee // the guarantees an occurrence violates
-	order  bool        // violates per-key order (when promised)
+	order  Order       // the order an occurrence breaks (NoOrder: none)
 	doc    string
 }
 
@@ -54,27 +96,28 @@ var (
 // anomalies is the vocabulary: Jepsen's names (jepsen.tests.kafka) and
 // KAFKA.md §6, plus a few this checker can tell apart.
 var anomalies = map[string]anomalyInfo{
-	"lost-write":           {Safety, breaksALO, false, "an acknowledged write that reads never returned although they returned later offsets"},
-	"unseen":               {Liveness, breaksALO, false, "an acknowledged write no read returned by the end, after heal and drain"},
-	"output-loss":          {Liveness, breaksALO, false, "an acknowledged input message with no effect in the final output"},
-	"duplicate":            {Safety, breaksAMO, false, "one written value at two or more offsets"},
-	"output-dup":           {Safety, breaksAMO, false, "an input message with more than one effect in the final output"},
-	"inconsistent-offsets": {Safety, breaksEO, false, "two different values at one offset"},
-	"G1a":                  {Safety, breaksEO, false, "a read returned a value written by a failed send or an aborted transaction"},
-	"precommitted-read":    {Safety, breaksEO, false, "read_committed returned a transaction's write before the transaction asked to commit"},
-	"torn-transaction":     {Safety, breaksEO, false, "some but not all of a committed transaction's writes are in the final output"},
-	"poll-skip":            {Safety, breaksEO, false, "a consumer, without a rebalance or seek, skipped offsets known to exist"},
-	"nonmonotonic-poll":    {Safety, breaksEO, false, "a consumer, without a rebalance or seek, went back to or before offsets it had read"},
+	"lost-write":           {Safety, breaksALO, NoOrder, "an acknowledged write that reads never returned although they returned later offsets"},
+	"unseen":               {Liveness, breaksALO, NoOrder, "an acknowledged write no read returned by the end, after heal and drain"},
+	"output-loss":          {Liveness, breaksALO, NoOrder, "an acknowledged input message with no effect in the final output"},
+	"duplicate":            {Safety, breaksAMO, NoOrder, "one written value at two or more offsets"},
+	"output-dup":           {Safety, breaksAMO, NoOrder, "an input message with more than one effect in the final output"},
+	"inconsistent-offsets": {Safety, breaksEO, NoOrder, "two different values at one offset"},
+	"G1a":                  {Safety, breaksEO, NoOrder, "a read returned a value written by a failed send or an aborted transaction"},
+	"precommitted-read":    {Safety, breaksEO, NoOrder, "read_committed returned a transaction's write before the transaction asked to commit"},
+	"torn-transaction":     {Safety, breaksEO, NoOrder, "some but not all of a committed transaction's writes are in the final output"},
+	"poll-skip":            {Safety, breaksEO, NoOrder, "a consumer, without a rebalance or seek, skipped offsets known to exist"},
+	"nonmonotonic-poll":    {Safety, breaksEO, NoOrder, "a consumer, without a rebalance or seek, went back to or before offsets it had read"},
 	// Reordering loses and duplicates nothing: by KAFKA.md §6 it breaks
 	// the per-key order a configuration may promise, not a delivery
 	// guarantee.
-	"nonmonotonic-send":  {Safety, nil, true, "one producer's later send got a lower offset in a partition (reordering)"},
-	"offset-regression":  {Safety, breaksEO, false, "a group's committed offset moved backwards"},
-	"final-read-stuck":   {Liveness, breaksALO, false, "a final read could not finish after heal and drain: the store did not serve what it holds"},
-	"replica-divergence": {Safety, breaksALO, false, "two replicas hold different records below a high watermark: committed data a failover would lose or change"},
-	"stale-offset-fetch": {Safety, breaksEO, false, "committed offsets are not a linearizable register: a fetch returned what was not the latest commit"},
-	"nonlinearizable":    {Safety, breaksEO, false, "a partition log is not a linearizable append-only log"},
-	"key-order":          {Safety, nil, true, "the final output holds one key's messages out of input order"},
+	"nonmonotonic-send":  {Safety, nil, PartitionOrder, "one producer's later send got a lower offset in a partition (reordering)"},
+	"sequence-gap":       {Safety, nil, PartitionOrder, "a replica's log holds a producer's batch whose sequence skips past one it does not hold"},
+	"offset-regression":  {Safety, breaksEO, NoOrder, "a group's committed offset moved backwards"},
+	"final-read-stuck":   {Liveness, breaksALO, NoOrder, "a final read could not finish after heal and drain: the store did not serve what it holds"},
+	"replica-divergence": {Safety, breaksALO, NoOrder, "two replicas hold different records below a high watermark: committed data a failover would lose or change"},
+	"stale-offset-fetch": {Safety, breaksEO, NoOrder, "committed offsets are not a linearizable register: a fetch returned what was not the latest commit"},
+	"nonlinearizable":    {Safety, breaksEO, NoOrder, "a partition log is not a linearizable append-only log"},
+	"key-order":          {Safety, nil, KeyOrder, "the final output holds one key's messages out of input order"},
 }
 
 // AnomalyNames lists every anomaly the checkers can report, sorted.
@@ -131,7 +174,7 @@ type Verdict struct {
 	// and at-most-once both hold but exactly-once does not, it is
 	// at-least-once; ask Holds for either.
 	Observed Guarantee
-	// OrderHeld: per-key order held (true when Options.KeyOrder is off).
+	// OrderHeld: the order promised held (true when none was).
 	OrderHeld bool
 	// Inconclusive: porcupine timed out on some log or register, so
 	// exactly-once is not claimed.
@@ -201,7 +244,7 @@ func (v Verdict) Summary() string {
 		b.WriteString(" (inconclusive: porcupine timed out; exactly-once not claimed)")
 	}
 	if !v.OrderHeld {
-		b.WriteString("; per-key order violated")
+		b.WriteString("; the order promised was broken")
 	}
 	fmt.Fprintf(&b, "\nchecked %d ops over %d partitions, %d intents (%d acknowledged), %d outputs\n",
 		v.Stats.Ops, v.Stats.Partitions, v.Stats.Intents, v.Stats.Acknowledged, v.Stats.Outputs)
@@ -217,7 +260,7 @@ func (v Verdict) Summary() string {
 			breaks[i] = string(g)
 		}
 		if len(breaks) == 0 {
-			breaks = []string{"order"}
+			breaks = []string{string(anomalies[a.Name].order) + " order"}
 		}
 		fmt.Fprintf(&b, "%s (%s, %d): breaks %s\n", a.Name, a.Class, a.Count, strings.Join(breaks, ", "))
 		if len(a.Witnesses) > 0 {

@@ -242,12 +242,18 @@ type Replica struct {
 }
 
 // ReplicaBatch is one batch as replicas are compared: two agree at an
-// offset when their batches there are equal.
+// offset when their batches there are equal. Producer, ProducerEpoch and
+// Sequence are the writer's (producer id -1 and sequence -1 for a
+// producer that is not idempotent); Control marks a transaction marker.
 type ReplicaBatch struct {
-	Base  int64  `json:"base"`
-	Last  int64  `json:"last"`
-	Epoch int32  `json:"epoch"`
-	CRC   uint32 `json:"crc"`
+	Base          int64  `json:"base"`
+	Last          int64  `json:"last"`
+	Epoch         int32  `json:"epoch"`
+	CRC           uint32 `json:"crc"`
+	Producer      int64  `json:"producer"`
+	ProducerEpoch int16  `json:"producer_epoch"`
+	Sequence      int32  `json:"sequence"`
+	Control       bool   `json:"control,omitempty"`
 }
 
 // ReplicaEpoch is an entry of a replica's leader-epoch cache.

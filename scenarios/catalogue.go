@@ -85,7 +85,7 @@ func in(class string, probes ...string) claim { return claim{class, probes} }
 func refuted(s Scenario, class, why string) Scenario {
 	s = under(s, class)
 	s.Description = why
-	s.Refutes, s.Expect, s.Probes = s.Expect, checkers.None, nil
+	s.Refutes, s.Expect, s.Probes, s.Order = s.Expect, checkers.None, nil, checkers.NoOrder
 	return s
 }
 
@@ -135,32 +135,32 @@ var (
 		s.Probes = []string{probe.LeaderFailover, probe.FollowerTruncatedByEpoch}
 	})
 	acksAllIdempotent = scenario("acks-all-idempotent", "acks=all + enable.idempotence: each message in the log exactly once within a producer session", func(s *Scenario) {
-		s.Workload.Kind, s.Faults, s.Expect = ProduceOnly, "crash,network", checkers.ExactlyOnce
+		s.Workload.Kind, s.Faults, s.Expect, s.Order = ProduceOnly, "crash,network", checkers.ExactlyOnce, checkers.PartitionOrder
 		s.Probes = []string{probe.LeaderFailover, probe.DuplicateSequenceDropped}
 	})
 	acksAllFsync = scenario("acks-all-fsync-correlated-power", "acks=all with log.flush.interval.messages=1 survives every replica losing power", func(s *Scenario) {
 		s.Cluster.LogFlushIntervalMessages = flush(1)
-		s.Workload.Kind, s.Faults, s.Expect = ProduceOnly, "correlated-power", checkers.AtLeastOnce
+		s.Workload.Kind, s.Faults, s.Expect, s.Order = ProduceOnly, "correlated-power", checkers.AtLeastOnce, checkers.PartitionOrder
 		s.Probes = []string{probe.LeaderFailover}
 	})
 	commitBeforeProcess = scenario("pipeline-commit-before-process", "commit the offset, then process: a crash in between loses the message", func(s *Scenario) {
 		pipeline(s, CommitBeforeProcess)
-		s.Faults, s.Expect = "crash", checkers.AtMostOnce
+		s.Faults, s.Expect, s.Order = "crash", checkers.AtMostOnce, checkers.PartitionOrder
 		s.Probes = []string{probe.CommittedBeforeProcessing}
 	})
 	processThenCommit = scenario("pipeline-process-then-commit", "process, then commit: a crash in between processes the message again", func(s *Scenario) {
 		pipeline(s, ProcessThenCommit)
-		s.Faults, s.Expect = "crash,network", checkers.AtLeastOnce
+		s.Faults, s.Expect, s.Order = "crash,network", checkers.AtLeastOnce, checkers.PartitionOrder
 		s.Probes = []string{probe.ProcessedBeforeCommit}
 	})
 	atomicSink = scenario("pipeline-atomic-sink", "output and offset in one atomic sink write, offset read back from the sink: exactly-once", func(s *Scenario) {
 		pipeline(s, AtomicWithOutput)
-		s.Faults, s.Expect = "crash,network", checkers.ExactlyOnce
+		s.Faults, s.Expect, s.Order = "crash,network", checkers.ExactlyOnce, checkers.PartitionOrder
 		s.Probes = []string{probe.LeaderFailover}
 	})
 	eos = scenario("eos-consume-transform-produce", "transactions: outputs and input offsets commit together, read_committed downstream, a restarted processor fences its predecessor: exactly-once (not under network faults: see eos-zombie-group-coordinator)", func(s *Scenario) {
 		transformPipeline(s)
-		s.Faults, s.Expect = "crash", checkers.ExactlyOnce
+		s.Faults, s.Expect, s.Order = "crash", checkers.ExactlyOnce, checkers.PartitionOrder
 		s.Probes = []string{probe.TransactionAborted, probe.PredecessorFenced}
 	})
 )
@@ -194,6 +194,10 @@ var catalogue = slices.Concat(
 		scenario("acks-all-retries-duplicates", "acks=all without idempotence duplicates retried batches: not exactly-once", func(s *Scenario) {
 			s.Producer.EnableIdempotence = false
 			s.Workload.Kind, s.Faults, s.Expect, s.Refutes = ProduceOnly, "network", checkers.AtLeastOnce, checkers.ExactlyOnce
+		}),
+		scenario("acks-all-retries-reorders", "twin of acks-all-idempotent: retries without idempotence and max.in.flight.requests.per.connection 5 — a batch that failed is retried behind the ones sent after it, so the producer's messages land out of order", func(s *Scenario) {
+			s.Producer.EnableIdempotence = false
+			s.Workload.Kind, s.Faults, s.Expect, s.RefutesOrder = ProduceOnly, "network", checkers.AtLeastOnce, checkers.PartitionOrder
 		}),
 		scenario("acks-all-kip101-off", "acks=all with kip101.leader.epoch.truncation=false: a new follower cuts its log to its high watermark instead of asking the leader's epochs (the pre-KIP-101 rule), so after successive leader failures replicas diverge below the high watermark and committed records are lost", func(s *Scenario) {
 			s.Cluster.KIP101LeaderEpochTruncation = false

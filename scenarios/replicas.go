@@ -3,12 +3,38 @@ package scenarios
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/kafkasim/kafkasim/broker"
 	"github.com/kafkasim/kafkasim/broker/log"
 	"github.com/kafkasim/kafkasim/broker/metadata"
+	"github.com/kafkasim/kafkasim/env"
 	"github.com/kafkasim/kafkasim/history"
 )
+
+// replicaSampleEvery is how often, in simulated time, the workload phase
+// reads every replica. Kafka's replication promises hold at every instant
+// (the ISR agree below the high watermark, a leader holds what any leader
+// committed), so a sample need not wait for a quiet point; sampling often
+// sees a divergence that the cluster repairs, or hides, before the end.
+const replicaSampleEvery = time.Second
+
+// sampleReplicas reads every replica each replicaSampleEvery until the
+// workload ends. Reading is an onlooker's (sim/disk Peek): it counts no
+// read and meets no injected disk fault, so the run is the same with or
+// without it except for the sampling events themselves.
+func (c *cluster) sampleReplicas(rec *history.Recorder, until env.Time) {
+	var next func()
+	next = func() {
+		if err := c.readReplicas(rec); err != nil {
+			c.w.Trace().Note("replica sample: " + err.Error())
+		}
+		if at := c.w.Now().Add(replicaSampleEvery); at.Before(until) {
+			c.w.At(at, next)
+		}
+	}
+	c.w.At(c.w.Now().Add(replicaSampleEvery), next)
+}
 
 // readReplicas records every replica of every partition the cluster knows
 // (internal topics too) as its broker's disk holds it now, read as a tool
@@ -27,7 +53,7 @@ func (c *cluster) readReplicas(rec *history.Recorder) error {
 					continue
 				}
 				name := c.brokers[id]
-				dump, err := log.ReadDump(c.w.Node(name).Disk(), p.Topic, p.Partition)
+				dump, err := log.ReadDump(c.w.Node(name).Disk().Onlooker(), p.Topic, p.Partition)
 				if err != nil {
 					return fmt.Errorf("reading %v on %s: %w", p.TopicPartition, name, err)
 				}
@@ -42,7 +68,8 @@ func (c *cluster) readReplicas(rec *history.Recorder) error {
 					}
 				}
 				for _, b := range dump.Batches {
-					rep.Batches = append(rep.Batches, history.ReplicaBatch{Base: b.BaseOffset, Last: b.LastOffset, Epoch: b.LeaderEpoch, CRC: b.CRC})
+					rep.Batches = append(rep.Batches, history.ReplicaBatch{Base: b.BaseOffset, Last: b.LastOffset, Epoch: b.LeaderEpoch, CRC: b.CRC,
+						Producer: b.ProducerID, ProducerEpoch: b.ProducerEpoch, Sequence: b.BaseSequence, Control: b.Control})
 				}
 				for _, e := range dump.Epochs {
 					rep.Epochs = append(rep.Epochs, history.ReplicaEpoch{Epoch: e.Epoch, Start: e.StartOffset})

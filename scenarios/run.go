@@ -37,8 +37,10 @@ type RunOptions struct {
 type Result struct {
 	Scenario string
 	Seed     uint64
-	// Checked is the guarantee judged; Holds whether it held.
+	// Checked is the guarantee judged, Order the order (if any); Holds
+	// whether both held.
 	Checked checkers.Guarantee
+	Order   checkers.Order
 	Holds   bool
 	// Observed is the strongest guarantee that held.
 	Observed checkers.Guarantee
@@ -113,7 +115,7 @@ func Run(s Scenario, o RunOptions) (*Result, error) {
 	wl.addNodes()
 	c.w.AddNode(adminNode, func() env.Process { return &admin{} }).Start()
 	c.w.OnProbe(wl.deriveProbes)
-	res := &Result{Scenario: s.Name, Seed: o.Seed, Checked: s.Checked()}
+	res := &Result{Scenario: s.Name, Seed: o.Seed, Checked: s.Checked(), Order: s.CheckedOrder()}
 	measured := false
 	c.measure = func() {
 		if measured {
@@ -168,6 +170,7 @@ func Run(s Scenario, o RunOptions) (*Result, error) {
 		}
 	})
 	wl.start()
+	c.sampleReplicas(rec, start.Add(duration))
 	if err := c.w.RunUntil(start.Add(duration)); err != nil {
 		return res.panicked(c, err)
 	}
@@ -194,15 +197,19 @@ func Run(s Scenario, o RunOptions) (*Result, error) {
 	}
 	res.Verdict = v
 	res.Observed = v.Observed
-	res.Holds = v.Holds(s.Checked())
+	orderHeld := s.CheckedOrder() == checkers.NoOrder || v.OrderHeld
+	res.Holds = v.Holds(s.Checked()) && orderHeld
 	if !res.Holds {
 		// Classify by what broke the judged guarantee, not by every
-		// anomaly seen.
+		// anomaly seen. Every order anomaly is a safety one.
 		res.Failure = string(checkers.Liveness)
 		for _, a := range v.Breaking(s.Checked()) {
 			if a.Class == checkers.Safety {
 				res.Failure = string(checkers.Safety)
 			}
+		}
+		if !orderHeld {
+			res.Failure = string(checkers.Safety)
 		}
 	}
 	res.finish(c)

@@ -43,6 +43,15 @@ type Scenario struct {
 	// this configuration must be caught breaking. A run's verdict is about
 	// Refutes when it is set, else about Expect.
 	Refutes checkers.Guarantee `json:"refutes,omitempty"`
+	// Order is the order the configuration claims beside Expect:
+	// "partition" (each producer session's sends land in order, with no
+	// sequence gap: the idempotent producer's promise) or "key" (and the
+	// pipeline's output keeps each key's input order). A run holds only if
+	// the order held too.
+	Order checkers.Order `json:"order,omitempty"`
+	// RefutesOrder, for a weak twin, is the order its sibling claims and
+	// this configuration must be caught breaking.
+	RefutesOrder checkers.Order `json:"refutes.order,omitempty"`
 	// Probes are the coverage probes (package probe) a claim's verdict
 	// depends on: only a run that reached every one of them put the claim
 	// at stake. A run that missed one is untested, not held; so is a claim
@@ -122,8 +131,6 @@ type Workload struct {
 	// batch before writing its outputs (not a Kafka setting: the
 	// application's own time, the window a crash can fall into).
 	ProcessingMs int `json:"processing.ms"`
-	// KeyOrder: the configuration promises per-key order; check it.
-	KeyOrder bool `json:"key.order"`
 	// TransactionalIDPerIncarnation: every producer a processor makes (at
 	// its start, and again after a commit whose outcome is unknown or a
 	// fatal error) gets a fresh transactional.id, as an application
@@ -162,8 +169,40 @@ func (s Scenario) Checked() checkers.Guarantee {
 	return s.Expect
 }
 
+// CheckedOrder is the order a run is judged against.
+func (s Scenario) CheckedOrder() checkers.Order {
+	if s.RefutesOrder != "" {
+		return s.RefutesOrder
+	}
+	return s.Order
+}
+
+// Claim is what s claims, as reports print it: "exactly-once", or with an
+// order "exactly-once in partition order".
+func (s Scenario) Claim() string { return withOrder(s.Expect, s.Order) }
+
+// Judged is what a run of s is judged against, as reports print it: the
+// claim, or for a weak twin what it must be caught breaking ("refutes
+// at-least-once", "refutes partition order").
+func (s Scenario) Judged() string {
+	switch {
+	case s.RefutesOrder != "" && s.Refutes == "":
+		return "refutes " + string(s.RefutesOrder) + " order"
+	case s.Twin():
+		return "refutes " + withOrder(s.Refutes, s.RefutesOrder)
+	}
+	return s.Claim()
+}
+
+func withOrder(g checkers.Guarantee, o checkers.Order) string {
+	if o == checkers.NoOrder {
+		return string(g)
+	}
+	return fmt.Sprintf("%s in %s order", g, o)
+}
+
 // Twin reports whether s is a weak twin, run to be caught violating.
-func (s Scenario) Twin() bool { return s.Refutes != "" }
+func (s Scenario) Twin() bool { return s.Refutes != "" || s.RefutesOrder != "" }
 
 // FaultClass parses Faults.
 func (s Scenario) FaultClass() (faults.Class, error) { return faults.ParseClass(s.Faults) }
@@ -372,6 +411,15 @@ func (s Scenario) Validate() error {
 		if _, err := checkers.ParseGuarantee(string(s.Refutes)); err != nil || s.Refutes == checkers.None {
 			return bad("refutes %q: want a guarantee to be caught breaking", s.Refutes)
 		}
+	}
+	if _, err := checkers.ParseOrder(string(s.Order)); err != nil {
+		return bad("order: %v", err)
+	}
+	if _, err := checkers.ParseOrder(string(s.RefutesOrder)); err != nil {
+		return bad("refutes.order: %v", err)
+	}
+	if s.RefutesOrder != "" && s.RefutesOrder == s.Order {
+		return bad("order %q and refutes.order %q: a twin cannot claim the order it refutes", s.Order, s.RefutesOrder)
 	}
 	for _, p := range s.Probes {
 		if !probe.Known(p) {

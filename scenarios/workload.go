@@ -216,7 +216,7 @@ func (c *cluster) leaderState(tp metadata.TopicPartition) (broker.PartitionState
 
 func (wl *workload) checkOptions() checkers.Options {
 	// Group members' assignments move in rebalances.
-	return checkers.Options{KeyOrder: wl.s.Workload.KeyOrder, Rebalancing: wl.s.Workload.Kind == ConsumeTransformProduce}
+	return checkers.Options{Order: wl.s.CheckedOrder(), Rebalancing: wl.s.Workload.Kind == ConsumeTransformProduce}
 }
 
 // finalReads read what the system holds after heal and drain: the input

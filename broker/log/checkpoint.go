@@ -57,7 +57,7 @@ func writeCheckpoint(d env.Disk, name string, lines []string) error {
 
 // readCheckpoint returns the entry lines; ok is false when the file is
 // missing or unreadable as a checkpoint (err says which, nil if missing).
-func readCheckpoint(d env.Disk, name string) (lines []string, ok bool, err error) {
+func readCheckpoint(d Files, name string) (lines []string, ok bool, err error) {
 	data, err := d.ReadFile(name)
 	if err != nil {
 		if isNotExist(err) {

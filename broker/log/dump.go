@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/kafkasim/kafkasim/broker/record"
-	"github.com/kafkasim/kafkasim/env"
 )
 
 // Dump is a replica's log as a tool reads it off the disk, as Kafka's
@@ -27,19 +26,32 @@ type Dump struct {
 	Stopped string
 }
 
-// DumpedBatch is what identifies a batch: two replicas agree at an offset
-// when they hold batches equal in all of it.
+// DumpedBatch is a batch's header as kafka-dump-log prints it: where it
+// lies, who wrote it, and its checksum (which covers everything after the
+// leader epoch, so two batches with one CRC hold the same records).
 type DumpedBatch struct {
 	BaseOffset, LastOffset int64
 	LeaderEpoch            int32
 	CRC                    uint32
 	ProducerID             int64
-	Control                bool
+	ProducerEpoch          int16
+	// BaseSequence is the producer's sequence of the first record
+	// (record.NoSequence when the producer is not idempotent).
+	BaseSequence int32
+	Control      bool
+}
+
+// Files is what ReadDump reads: a disk's file names and contents. An
+// env.Disk is one; so is a harness's onlooker view of a running node's
+// disk, which reads without counting or faulting.
+type Files interface {
+	List(prefix string) []string
+	ReadFile(name string) ([]byte, error)
 }
 
 // ReadDump reads the log of topic/partition from d. A partition the disk
 // has no directory for has an empty Dump; an error is the disk's.
-func ReadDump(d env.Disk, topic string, partition int32) (Dump, error) {
+func ReadDump(d Files, topic string, partition int32) (Dump, error) {
 	dir := Dir(topic, partition)
 	out := Dump{HighWatermark: -1}
 	var bases []int64
@@ -69,7 +81,8 @@ func ReadDump(d env.Disk, topic string, partition int32) (Dump, error) {
 			}
 			next = b.NextOffset()
 			out.Batches = append(out.Batches, DumpedBatch{BaseOffset: b.BaseOffset(), LastOffset: b.LastOffset(),
-				LeaderEpoch: b.PartitionLeaderEpoch(), CRC: b.CRC(), ProducerID: b.ProducerID(), Control: b.IsControl()})
+				LeaderEpoch: b.PartitionLeaderEpoch(), CRC: b.CRC(), ProducerID: b.ProducerID(), ProducerEpoch: b.ProducerEpoch(),
+				BaseSequence: b.BaseSequence(), Control: b.IsControl()})
 		}
 		if err != nil {
 			out.Stopped = logName(dir, base) + ": " + err.Error()

@@ -24,7 +24,7 @@ func TestADumpReadsTheLogAsAToolWouldAndStopsAtRot(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, dump.Stopped)
 	require.Len(t, dump.Batches, 2)
-	require.Equal(t, log.DumpedBatch{BaseOffset: 0, LastOffset: 1, LeaderEpoch: 0, CRC: dump.Batches[0].CRC, ProducerID: -1}, dump.Batches[0])
+	require.Equal(t, log.DumpedBatch{BaseOffset: 0, LastOffset: 1, LeaderEpoch: 0, CRC: dump.Batches[0].CRC, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}, dump.Batches[0])
 	require.Equal(t, int64(2), dump.Batches[1].BaseOffset)
 	require.Equal(t, int64(4), dump.Batches[1].LastOffset)
 	require.Equal(t, int32(3), dump.Batches[1].LeaderEpoch)

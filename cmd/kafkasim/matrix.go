@@ -158,7 +158,7 @@ func runMatrix(args []string, stdout, stderr io.Writer) int {
 	}
 	rows := map[string]*row{}
 	for _, s := range list {
-		rows[s.Name] = &row{Scenario: s.Name, Faults: s.Faults, Claims: string(s.Expect), Checked: string(s.Checked()), Twin: s.Twin(),
+		rows[s.Name] = &row{Scenario: s.Name, Faults: s.Faults, Claims: s.Claim(), Checked: s.Judged(), Twin: s.Twin(),
 			held: map[checkers.Guarantee]bool{checkers.ExactlyOnce: true, checkers.AtLeastOnce: true, checkers.AtMostOnce: true}}
 	}
 	// Seed-major order: every scenario advances together. Jobs are drawn
@@ -217,9 +217,6 @@ func runMatrix(args []string, stdout, stderr io.Writer) int {
 			continue
 		}
 		checks := rw.Checked
-		if rw.Twin {
-			checks = "refutes " + checks
-		}
 		first := ""
 		if rw.FirstSeed != 0 {
 			first = fmt.Sprintf("%d: %s", rw.FirstSeed, rw.Repro)

@@ -63,11 +63,7 @@ func runList(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout, string(b))
 			continue
 		}
-		claim := string(s.Expect)
-		if s.Twin() {
-			claim = "refutes " + string(s.Refutes)
-		}
-		fmt.Fprintf(stdout, "%-40s %-24s %s\n", s.Name, claim, s.Description)
+		fmt.Fprintf(stdout, "%-40s %-24s %s\n", s.Name, s.Judged(), s.Description)
 	}
 	return exitOK
 }
@@ -218,7 +214,11 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 }
 
 func printRun(w io.Writer, r *scenarios.Result, reproLine string) {
-	fmt.Fprintf(w, "checked: %s\n", r.Checked)
+	checked := string(r.Checked)
+	if r.Order != "" {
+		checked += " in " + string(r.Order) + " order"
+	}
+	fmt.Fprintf(w, "checked: %s\n", checked)
 	fmt.Fprintf(w, "verdict: %s\n", r.Word())
 	if len(r.Untested) > 0 {
 		fmt.Fprintf(w, "untested: the claim's probes %s were never reached\n", strings.Join(r.Untested, ", "))

@@ -103,6 +103,30 @@ func (d *Disk) ReadAt(name string, p []byte, off int64) (int, error) {
 	return n, nil
 }
 
+// Peek returns what a file holds now, as ReadFile would, but as an
+// onlooker: it counts no read and meets no injected read failure, so a
+// harness can look at a running node's disk without changing the run.
+func (d *Disk) Peek(name string) ([]byte, error) {
+	f, err := d.get(name)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(nil), f.data...), nil
+}
+
+// Onlooker is d as a read-only view that changes nothing: List, and Peek
+// as ReadFile.
+func (d *Disk) Onlooker() Onlooker { return Onlooker{d} }
+
+// Onlooker reads a disk without being one of its readers (see Peek).
+type Onlooker struct{ d *Disk }
+
+// List lists the file names with the prefix, sorted.
+func (o Onlooker) List(prefix string) []string { return o.d.List(prefix) }
+
+// ReadFile is Peek.
+func (o Onlooker) ReadFile(name string) ([]byte, error) { return o.d.Peek(name) }
+
 // ReadFile implements env.Disk.
 func (d *Disk) ReadFile(name string) ([]byte, error) {
 	f, err := d.get(name)
