@@ -19,6 +19,7 @@ func (a *analysis) checkAnomalies() {
 		a.lostWrites(p, lost)
 	}
 	a.unseen(lost)
+	a.readsPastStable()
 	a.tornTransactions()
 	a.pollOrder()
 	a.sendOrder()
@@ -144,6 +145,33 @@ func (a *analysis) abortedReads(p *partition) {
 				a.rep.add("precommitted-read", Witness{
 					Message: fmt.Sprintf("read_committed op %d returned %q (%s offset %d) at %d, before transaction op %d asked to commit at %d", pr.readRC, pr.value, p.tp, pr.offset, pr.readRet, t, a.txnEnd(t)),
 					Ops:     a.ref(pr.readRC, pr.writer, t)})
+			}
+		}
+	}
+}
+
+// readsPastStable: a read_committed fetch is served up to the partition's
+// last stable offset (KIP-98: the first offset of a transaction still
+// open, else the high watermark), and says so in the response; a record
+// at or past it was served from an open transaction, or the broker's LSO
+// and its own read bound disagree.
+func (a *analysis) readsPastStable() {
+	for i := range a.h {
+		op := &a.h[i]
+		if op.Kind != history.KindPoll || op.Poll.Isolation != history.ReadCommitted {
+			continue
+		}
+		for _, f := range op.Poll.Fetched {
+			if f.LastStable == nil || *f.LastStable < 0 {
+				continue
+			}
+			for _, r := range f.Records {
+				if r.Offset >= *f.LastStable {
+					a.rep.add("read-past-lso", Witness{
+						Message: fmt.Sprintf("read_committed op %d returned %q at %s offset %d from a fetch response whose last stable offset was %d", op.ID, r.Value, f.TP, r.Offset, *f.LastStable),
+						Ops:     a.ref(op.ID)})
+					break
+				}
 			}
 		}
 	}

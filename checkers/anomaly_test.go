@@ -126,6 +126,31 @@ func TestReadCommittedSeeingATransactionBeforeItAskedToCommitIsAPrecommittedRead
 	wantAnomaly(t, v, "precommitted-read", 1, early, s, tx)
 }
 
+// A read_committed fetch is served up to the last stable offset it
+// reports: a record at or past it came from an open transaction, or from
+// a broker whose read bound and LSO disagree.
+func TestReadCommittedReturningARecordAtItsResponsesLastStableOffsetIsAReadPastTheLSO(t *testing.T) {
+	build := func(iso history.Isolation, lso int64) (checkers.Verdict, history.ID) {
+		var b hb
+		b.send("p0", 0, 1, ok, x, 0, "a", "b", "c")
+		p := b.add(history.Op{Process: "p1", Kind: history.KindPoll, Call: 2, Return: 3, Outcome: ok,
+			Poll: &history.Poll{Isolation: iso, Fetched: []history.Fetch{{TP: x, From: 0, Records: rs(0, "a", 1, "b", 2, "c"), LastStable: &lso}}}})
+		return b.check(t, checkers.Options{}), p
+	}
+	v, p := build(rc, 2)
+	a := wantAnomaly(t, v, "read-past-lso", 1, p)
+	if !strings.Contains(a.Witnesses[0].Message, `"c" at x-0 offset 2 from a fetch response whose last stable offset was 2`) {
+		t.Fatalf("the witness names the record and the LSO:\n%s", v.Summary())
+	}
+	if v.Holds(checkers.ExactlyOnce) {
+		t.Fatal("a read past the LSO breaks exactly-once")
+	}
+	v, _ = build(rc, 3)
+	wantNo(t, v, "read-past-lso")
+	v, _ = build(ru, 2)
+	wantNo(t, v, "read-past-lso")
+}
+
 // Jepsen poll-skip-test: process 0 reads 1 2, then 4, then 7, but 3 and 6
 // are known to exist (5 may be a gap in the log).
 func pollSkipHistory(between func(b *hb)) *hb {

@@ -40,6 +40,8 @@
 //	                                                  read_committed returned an aborted transaction's
 //	precommitted-read     safety    exactly-once      read_committed returned a transaction's write before the
 //	                                                  transaction asked to commit (Txn.EndCall, or its last send)
+//	read-past-lso         safety    exactly-once      read_committed returned a record at or past the last stable
+//	                                                  offset its own fetch response reported (Fetch.LastStable)
 //	torn-transaction      safety    exactly-once      some but not all writes of a committed transaction are in
 //	                                                  the final reads of their partitions
 //	poll-skip             safety    exactly-once      a consumer's consecutive reads of a partition (in one poll, or
@@ -47,16 +49,23 @@
 //	                                                  seek of it between) skip offsets known to hold values its
 //	                                                  isolation level sees
 //	nonmonotonic-poll     safety    exactly-once      same, but going back to or before an offset already read
-//	nonmonotonic-send     safety    order only        a producer's later send to a partition got a lower offset
+//	nonmonotonic-send     safety    partition order   a producer's later send to a partition got a lower offset
 //	                                                  (reordering loses and duplicates nothing)
+//	sequence-gap          safety    partition order   a replica's log holds a producer's batch whose sequence skips
+//	                                                  past the last one of its epoch, or an epoch not starting at 0
 //	offset-regression     safety    exactly-once      a commit (or committed transaction's, or sink's stored offset)
 //	                                                  invoked after another returned, lower than it
 //	stale-offset-fetch    safety    exactly-once      commits and offset fetches of a group-partition are not a
 //	                                                  linearizable register (porcupine, model.OffsetModel)
 //	nonlinearizable       safety    exactly-once      a partition log has no linearization (the witness says why:
 //	                                                  offsets out of real-time order, a read of the future, ...)
-//	key-order             safety    order             with Options.KeyOrder, a key's first effects in an output
+//	key-order             safety    key order         with Options.Order key, a key's first effects in an output
 //	                                                  store out of input-offset order
+//	replica-divergence    safety    at-least-once     replicas read off the brokers' disks disagree below a high
+//	                                                  watermark: an ISR member and its leader, any two replicas
+//	                                                  below the smaller one, or a leader lacking what an earlier
+//	                                                  leader committed (history.Replica, sampled during the run)
+//	final-read-stuck      liveness  at-least-once     a final read could not finish after heal and drain
 //
 // Breaking at-least-once or at-most-once also breaks exactly-once; a
 // transaction whose outcome is info counts as committed once a

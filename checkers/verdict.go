@@ -104,6 +104,7 @@ var anomalies = map[string]anomalyInfo{
 	"inconsistent-offsets": {Safety, breaksEO, NoOrder, "two different values at one offset"},
 	"G1a":                  {Safety, breaksEO, NoOrder, "a read returned a value written by a failed send or an aborted transaction"},
 	"precommitted-read":    {Safety, breaksEO, NoOrder, "read_committed returned a transaction's write before the transaction asked to commit"},
+	"read-past-lso":        {Safety, breaksEO, NoOrder, "read_committed returned a record at or past the last stable offset of the very fetch response that carried it"},
 	"torn-transaction":     {Safety, breaksEO, NoOrder, "some but not all of a committed transaction's writes are in the final output"},
 	"poll-skip":            {Safety, breaksEO, NoOrder, "a consumer, without a rebalance or seek, skipped offsets known to exist"},
 	"nonmonotonic-poll":    {Safety, breaksEO, NoOrder, "a consumer, without a rebalance or seek, went back to or before offsets it had read"},

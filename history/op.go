@@ -132,6 +132,11 @@ type Fetch struct {
 	TP      TopicPartition `json:"tp"`
 	From    int64          `json:"from"`
 	Records []Record       `json:"records"`
+	// LastStable is the last stable offset the fetch response carrying
+	// Records reported (nil if not recorded): read_committed, every record
+	// must lie below it. A poll whose records came in responses reporting
+	// different ones has a Fetch per response.
+	LastStable *int64 `json:"last_stable,omitempty"`
 }
 
 // Poll is one consumer poll. Rebalanced says the consumer's assignment

@@ -138,43 +138,18 @@ func (a *consumerApp) resume() {
 
 func (a *consumerApp) poll() {
 	wl := a.wl
-	before := map[metadata.TopicPartition]int64{}
-	for _, tp := range a.tps {
-		if pos, ok := a.c.Position(tp); ok {
-			before[tp] = pos
-		}
-	}
+	before := positions(a.c, a.tps)
 	iso := history.ReadUncommitted
 	if wl.s.Consumer.IsolationLevel == "read_committed" {
 		iso = history.ReadCommitted
 	}
 	id := wl.rec.Invoke(history.Op{Process: a.process, Node: consumerNode(a.index), Kind: history.KindPoll, Call: wl.now(), Poll: &history.Poll{Isolation: iso}})
 	a.c.Poll(pollRecordsMax, 500*time.Millisecond, func(recs []client.Record, err error) {
-		fetched := map[metadata.TopicPartition]*history.Fetch{}
-		var order []metadata.TopicPartition
-		for _, r := range recs {
-			tp := metadata.TopicPartition{Topic: r.Topic, Partition: r.Partition}
-			f := fetched[tp]
-			if f == nil {
-				from, ok := before[tp]
-				if !ok {
-					from = history.NoOffset
-				}
-				f = &history.Fetch{TP: htp(tp), From: from}
-				fetched[tp] = f
-				order = append(order, tp)
-			}
-			f.Records = append(f.Records, history.Record{Offset: r.Offset, Message: decodeClientRecord(r)})
-		}
-		var fs []history.Fetch
-		for _, tp := range order {
-			fs = append(fs, *fetched[tp])
-		}
 		outcome := history.OK
 		if err != nil && len(recs) == 0 {
 			outcome = history.Fail // a poll that returned nothing changed nothing
 		}
-		wl.rec.Complete(id, wl.now(), outcome, history.Result{Fetched: fs, Error: errText(err)})
+		wl.rec.Complete(id, wl.now(), outcome, history.Result{Fetched: fetchesOf(recs, before, false), Error: errText(err)})
 		if len(recs) == 0 {
 			a.e.AfterFunc(10*time.Millisecond, a.poll)
 			return

@@ -180,12 +180,7 @@ func (a *processorApp) recover() { a.replaceProducer(a.rewind) }
 
 func (a *processorApp) poll() {
 	wl := a.wl
-	before := map[metadata.TopicPartition]int64{}
-	for _, tp := range a.c.Assignment() {
-		if pos, ok := a.c.Position(tp); ok {
-			before[tp] = pos
-		}
-	}
+	before := positions(a.c, a.c.Assignment())
 	iso := history.ReadUncommitted
 	if wl.isolation() == client.ReadCommitted {
 		iso = history.ReadCommitted
@@ -196,27 +191,8 @@ func (a *processorApp) poll() {
 	id := wl.rec.Invoke(history.Op{Process: a.process, Node: a.node, Kind: history.KindPoll, Call: wl.now(),
 		Poll: &history.Poll{Group: groupID, Isolation: iso, Rebalanced: rebalanced}})
 	a.c.Poll(pollRecordsMax, 500*time.Millisecond, func(recs []client.Record, err error) {
-		fetched := map[metadata.TopicPartition]*history.Fetch{}
-		var order []metadata.TopicPartition
 		moved := a.assignments != assignments // a rebalance during the poll: positions restarted from committed offsets
-		for _, r := range recs {
-			tp := metadata.TopicPartition{Topic: r.Topic, Partition: r.Partition}
-			f := fetched[tp]
-			if f == nil {
-				from, ok := before[tp]
-				if !ok || moved {
-					from = history.NoOffset
-				}
-				f = &history.Fetch{TP: htp(tp), From: from}
-				fetched[tp] = f
-				order = append(order, tp)
-			}
-			f.Records = append(f.Records, history.Record{Offset: r.Offset, Message: decodeClientRecord(r)})
-		}
-		var fs []history.Fetch
-		for _, tp := range order {
-			fs = append(fs, *fetched[tp])
-		}
+		fs := fetchesOf(recs, before, moved)
 		outcome := history.OK
 		if err != nil && len(recs) == 0 {
 			outcome = history.Fail

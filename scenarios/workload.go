@@ -105,6 +105,9 @@ func (wl *workload) addNodes() {
 	for i := range wl.s.Workload.Producers {
 		w.AddNode(producerNode(i), func() env.Process { return &producerApp{wl: wl, index: i} })
 	}
+	if wl.readerTopic() != "" {
+		w.AddNode(readerNode, func() env.Process { return &readerApp{wl: wl} })
+	}
 	switch wl.s.Workload.Kind {
 	case ConsumeProcessSink:
 		for i := range wl.s.Workload.Consumers {
@@ -125,6 +128,9 @@ func (wl *workload) start() {
 	for _, n := range wl.c.clients {
 		wl.c.w.Node(n).Start()
 	}
+	if wl.readerTopic() != "" {
+		wl.c.w.Node(readerNode).Start()
+	}
 }
 
 // stop ends the applications before the final reads.
@@ -132,6 +138,9 @@ func (wl *workload) stop() {
 	wl.stopped = true
 	for _, n := range wl.c.clients {
 		wl.c.w.Node(n).Crash()
+	}
+	if wl.readerTopic() != "" {
+		wl.c.w.Node(readerNode).Crash()
 	}
 }
 

@@ -274,7 +274,7 @@ func (c *Consumer) decode(a *assignment, offset int64, pr *kmsg.FetchResponseTop
 				Topic: a.tp.Topic, Partition: a.tp.Partition,
 				Key: r.Key, Value: r.Value, Headers: r.Headers,
 				Timestamp: env.Time(ts * int64(time.Millisecond)),
-				Offset:    off, LeaderEpoch: epoch,
+				Offset:    off, LeaderEpoch: epoch, LastStableOffset: pr.LastStableOffset,
 			})
 		}
 	}

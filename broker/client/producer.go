@@ -29,6 +29,11 @@ type Record struct {
 	// Set on consumed records.
 	Offset      int64
 	LeaderEpoch int32 // the epoch of the leader that appended it
+	// LastStableOffset is what the fetch response that carried the record
+	// said of its partition (KIP-98): read_committed, every record it
+	// returns lies below it. A harness checks that; Kafka's consumer keeps
+	// it for lag metrics.
+	LastStableOffset int64
 }
 
 // SendResult is how one Send ended. Exactly one is reported per Send.
