@@ -242,8 +242,18 @@ func (a *analysis) unseen(lost map[history.ID]bool) {
 	}
 }
 
-// tornTransactions: a committed transaction must be wholly in, or wholly
-// out of, the final reads of the partitions it wrote.
+// tornTransactions: a transaction commits its writes and its consumer
+// offsets together (KIP-98, KIP-447), so in the final state it is wholly
+// in or wholly out:
+//
+//   - a committed transaction's writes all in the final reads of their
+//     partitions, or none of them;
+//   - a transaction whose writes are in the final output committed its
+//     offsets: the group's final committed offset (the harness's final
+//     offset fetch) is not below what it committed;
+//   - a transaction whose offsets are the group's final committed offsets,
+//     and that is the only one (or commit) that committed them, has its
+//     writes in the final output — and did not abort.
 func (a *analysis) tornTransactions() {
 	type tally struct {
 		in, out     int
@@ -254,7 +264,7 @@ func (a *analysis) tornTransactions() {
 	tallies := map[history.ID]*tally{}
 	for i := range a.h {
 		op := &a.h[i]
-		if op.Kind != history.KindSend || op.Send.Txn == 0 || !a.committed[op.Send.Txn] {
+		if op.Kind != history.KindSend || op.Send.Txn == 0 {
 			continue
 		}
 		p := a.byTP[op.Send.TP]
@@ -279,10 +289,80 @@ func (a *analysis) tornTransactions() {
 	}
 	slices.Sort(order)
 	for _, id := range order {
-		if t := tallies[id]; t.in > 0 && t.out > 0 {
+		if t := tallies[id]; a.committed[id] && t.in > 0 && t.out > 0 {
 			a.rep.add("torn-transaction", Witness{
 				Message: fmt.Sprintf("committed transaction op %d has %d writes in the final output and %d missing, e.g. %q of op %d", id, t.in, t.out, t.outValue, t.outOp),
 				Ops:     a.ref(id, t.inOp, t.outOp)})
+		}
+	}
+
+	// The offsets half, against the final offset fetch.
+	type key struct {
+		group string
+		tp    history.TopicPartition
+	}
+	final := map[key]int64{}
+	var finalOp history.ID
+	owners := map[key]map[int64][]history.ID{} // who may have committed each offset: commits and transactions not aborted
+	own := func(op *history.Op, group string, pos []history.PartitionOffset) {
+		for _, po := range pos {
+			k := key{group, po.TP}
+			if owners[k] == nil {
+				owners[k] = map[int64][]history.ID{}
+			}
+			owners[k][po.Offset] = append(owners[k][po.Offset], op.ID)
+		}
+	}
+	for i := range a.h {
+		switch op := &a.h[i]; {
+		case op.Kind == history.KindOffsetFetch && op.OffsetFetch.Final && op.Outcome == history.OK:
+			finalOp = op.ID
+			for _, po := range op.OffsetFetch.Offsets {
+				final[key{op.OffsetFetch.Group, po.TP}] = po.Offset
+			}
+		case op.Kind == history.KindCommit && op.Outcome != history.Fail:
+			own(op, op.Commit.Group, op.Commit.Offsets)
+		case op.Kind == history.KindTxn && op.Outcome != history.Fail:
+			own(op, op.Txn.Group, op.Txn.Offsets)
+		}
+	}
+	if finalOp == 0 {
+		return
+	}
+	for i := range a.h {
+		op := &a.h[i]
+		if op.Kind != history.KindTxn || op.Txn.Group == "" {
+			continue
+		}
+		t := tallies[op.ID]
+		if t == nil {
+			t = &tally{}
+		}
+		for _, po := range op.Txn.Offsets {
+			f, ok := final[key{op.Txn.Group, po.TP}]
+			if !ok {
+				continue
+			}
+			switch {
+			case a.committed[op.ID] && t.in > 0 && f < po.Offset:
+				a.rep.add("torn-transaction", Witness{
+					Message: fmt.Sprintf("transaction op %d's writes are in the final output, but the offset it committed for %s, %d, is not: group %s's final committed offset is %d",
+						op.ID, po.TP, po.Offset, op.Txn.Group, f),
+					Ops: a.ref(op.ID, t.inOp, finalOp)})
+			case f == po.Offset && t.in == 0 && t.out > 0:
+				others := slices.DeleteFunc(slices.Clone(owners[key{op.Txn.Group, po.TP}][f]), func(id history.ID) bool { return id == op.ID })
+				if len(others) > 0 {
+					continue // another commit may be the one that stands
+				}
+				what := "none of its writes is in the final output"
+				if op.Outcome == history.Fail {
+					what = "it aborted"
+				}
+				a.rep.add("torn-transaction", Witness{
+					Message: fmt.Sprintf("transaction op %d alone committed offset %d for %s, group %s's final committed offset, but %s (e.g. %q of op %d)",
+						op.ID, f, po.TP, op.Txn.Group, what, t.outValue, t.outOp),
+					Ops: a.ref(op.ID, t.outOp, finalOp)})
+			}
 		}
 	}
 }

@@ -264,6 +264,61 @@ func TestACommittedTransactionHalfInTheOutputIsTorn(t *testing.T) {
 	wantAnomaly(t, build(nil, info), "torn-transaction", 1)
 }
 
+// offsetsTxn is a transaction of p0's that wrote value to x and committed
+// offset (for input partition y of group g) with it.
+func (b *hb) offsetsTxn(outcome history.Outcome, call int64, value string, at int64, offset int64) (history.ID, history.ID) {
+	tx := b.add(history.Op{Process: "p0", Kind: history.KindTxn, Call: call, Return: call + 10, Outcome: outcome,
+		Txn: &history.Txn{TransactionalID: "t", Group: "g", Offsets: []history.PartitionOffset{{TP: y, Offset: offset}}, EndCall: call + 5}})
+	s := b.txnSend(tx, "p0", call+1, call+2, ok, x, at, value)
+	return tx, s
+}
+
+func (b *hb) finalOffsets(call int64, offset int64) history.ID {
+	return b.add(history.Op{Process: "final-reader", Kind: history.KindOffsetFetch, Call: call, Return: call + 1, Outcome: ok,
+		OffsetFetch: &history.OffsetFetch{Group: "g", Offsets: []history.PartitionOffset{{TP: y, Offset: offset}}, Final: true}})
+}
+
+// The offsets half of a transaction: its writes in the final output but
+// the group's final committed offset below what it committed — the
+// consumer would process its input again.
+func TestATransactionWhoseWritesCommittedButWhoseOffsetsDidNotIsTorn(t *testing.T) {
+	var b hb
+	tx, s := b.offsetsTxn(ok, 0, "a", 0, 5)
+	b.final(20, x, rs(0, "a"))
+	f := b.finalOffsets(30, 3)
+	v := b.check(t, checkers.Options{})
+	a := wantAnomaly(t, v, "torn-transaction", 1, tx, s, f)
+	if !strings.Contains(a.Witnesses[0].Message, "the offset it committed for y-0, 5, is not: group g's final committed offset is 3") {
+		t.Fatalf("the witness names both halves:\n%s", v.Summary())
+	}
+	var fine hb
+	fine.offsetsTxn(ok, 0, "a", 0, 5)
+	fine.final(20, x, rs(0, "a"))
+	fine.finalOffsets(30, 5)
+	wantNo(t, fine.check(t, checkers.Options{}), "torn-transaction")
+}
+
+// The reverse: the group resumes from offsets only an aborted transaction
+// committed — its writes are gone, its input is never processed again.
+func TestAnAbortedTransactionWhoseOffsetsStandIsTorn(t *testing.T) {
+	var b hb
+	tx, s := b.offsetsTxn(fail, 0, "a", 0, 5)
+	b.final(20, x, nil)
+	f := b.finalOffsets(30, 5)
+	v := b.check(t, checkers.Options{})
+	a := wantAnomaly(t, v, "torn-transaction", 1, tx, s, f)
+	if !strings.Contains(a.Witnesses[0].Message, "alone committed offset 5 for y-0, group g's final committed offset, but it aborted") {
+		t.Fatalf("the witness says the aborted transaction's offsets stand:\n%s", v.Summary())
+	}
+	// Rewound and done again by a transaction that committed: no tear.
+	var redo hb
+	redo.offsetsTxn(fail, 0, "a", 0, 5)
+	redo.offsetsTxn(ok, 20, "a", 2, 5)
+	redo.final(40, x, rs(2, "a"))
+	redo.finalOffsets(50, 5)
+	wantNo(t, redo.check(t, checkers.Options{}), "torn-transaction")
+}
+
 func TestReadingOneValueAtOneOffsetManyTimesIsNoDuplicate(t *testing.T) {
 	var b hb
 	b.send("p0", 0, 1, ok, x, 0, "a")

@@ -183,6 +183,9 @@ type Commit struct {
 type OffsetFetch struct {
 	Group   string            `json:"group"`
 	Offsets []PartitionOffset `json:"offsets"`
+	// Final marks the harness's read after heal and drain: the offsets the
+	// group would resume from, the offsets half of the final state.
+	Final bool `json:"final,omitempty"`
 }
 
 // Txn is one transaction of a transactional producer, from its begin to the

@@ -12,6 +12,7 @@ import (
 	"github.com/kafkasim/kafkasim/broker/rpc"
 	"github.com/kafkasim/kafkasim/broker/sink"
 	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/faults"
 	"github.com/kafkasim/kafkasim/history"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -392,4 +393,106 @@ func (c *cluster) finalReadSink(rec *history.Recorder, budget time.Duration) err
 	}
 	rec.Complete(id, int64(c.w.Elapsed()), history.OK, history.Result{Items: items, Offsets: offsets})
 	return nil
+}
+
+// finalOffsets reads group's committed offsets for the input partitions
+// after the drain, as a read_committed consumer's committed() does
+// (OffsetFetch with require_stable, KIP-447), and records them as the
+// final offset fetch: where the group would resume, judged with every
+// commit (one register per partition) and against the transactions that
+// committed them (torn-transaction). A coordinator that keeps failing the
+// read leaves it indefinite.
+func (c *cluster) finalOffsets(rec *history.Recorder, group string, tps []metadata.TopicPartition, budget time.Duration) error {
+	id := rec.Invoke(history.Op{Process: "final-reader", Node: adminNode, Kind: history.KindOffsetFetch, Call: int64(c.w.Elapsed()),
+		OffsetFetch: &history.OffsetFetch{Group: group, Final: true}})
+	deadline := c.w.Now().Add(budget)
+	var why error
+	for c.w.Now() <= deadline {
+		if why != nil {
+			if err := c.w.RunFor(200 * time.Millisecond); err != nil {
+				return err
+			}
+		}
+		coordinator, ok := c.Resolve(faults.GroupCoordinator(group), nil)
+		if !ok {
+			why = fmt.Errorf("group %s has no coordinator", group)
+			continue
+		}
+		req := kmsg.NewPtrOffsetFetchRequest()
+		req.Group, req.RequireStable = group, true
+		rt := kmsg.NewOffsetFetchRequestTopic()
+		rt.Topic = tps[0].Topic
+		for _, tp := range tps {
+			rt.Partitions = append(rt.Partitions, tp.Partition)
+		}
+		req.Topics = append(req.Topics, rt)
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group = group
+		gt := kmsg.NewOffsetFetchRequestGroupTopic()
+		gt.Topic, gt.Partitions = rt.Topic, rt.Partitions
+		g.Topics = append(g.Topics, gt)
+		req.Groups = append(req.Groups, g) // v8+: the same ask, batched
+		resp, err := c.call(coordinator, req, 5*time.Second)
+		if c.w.Err() != nil {
+			return c.w.Err()
+		}
+		if err != nil {
+			why = err
+			continue
+		}
+		got, err := offsetFetchResult(resp.(*kmsg.OffsetFetchResponse), group)
+		if err != nil {
+			why = err
+			continue
+		}
+		var offs []history.PartitionOffset
+		for _, tp := range tps {
+			off, ok := got[tp.Partition]
+			if !ok || off < 0 {
+				off = history.NoOffset
+			}
+			offs = append(offs, history.PartitionOffset{TP: htp(tp), Offset: off})
+		}
+		rec.Complete(id, int64(c.w.Elapsed()), history.OK, history.Result{Offsets: offs})
+		return nil
+	}
+	err := fmt.Errorf("final offset fetch of group %s failed after %v: %v", group, budget, why)
+	rec.Complete(id, int64(c.w.Elapsed()), history.Info, history.Result{Error: err.Error()})
+	return err
+}
+
+// offsetFetchResult reads the partitions' offsets from either shape of an
+// OffsetFetch answer (per group from v8), or the first error.
+func offsetFetchResult(r *kmsg.OffsetFetchResponse, group string) (map[int32]int64, error) {
+	code, topics := r.ErrorCode, r.Topics
+	if r.Version >= 8 {
+		if len(r.Groups) != 1 || r.Groups[0].Group != group {
+			return nil, fmt.Errorf("OffsetFetch: no answer for group %s", group)
+		}
+		code = r.Groups[0].ErrorCode
+		topics = nil
+		for _, t := range r.Groups[0].Topics {
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition, rp.Offset, rp.ErrorCode = p.Partition, p.Offset, p.ErrorCode
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			topics = append(topics, rt)
+		}
+	}
+	if code != 0 {
+		return nil, fmt.Errorf("OffsetFetch: %w", kerr.ErrorForCode(code))
+	}
+	out := map[int32]int64{}
+	for _, t := range topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return nil, fmt.Errorf("OffsetFetch %s-%d: %w", t.Topic, p.Partition, kerr.ErrorForCode(p.ErrorCode))
+			}
+			out[p.Partition] = p.Offset
+		}
+	}
+	return out, nil
 }

@@ -229,9 +229,10 @@ func (wl *workload) checkOptions() checkers.Options {
 }
 
 // finalReads read what the system holds after heal and drain: the input
-// topic (the output, for produce-only), the sink, and a
+// topic (the output, for produce-only), the sink, a
 // consume-transform-produce pipeline's output topic, read as its
-// downstream consumers read it (consumer isolation.level).
+// downstream consumers read it (consumer isolation.level), and the
+// pipeline group's committed offsets (unless the sink stores them).
 //
 // A read that gets stuck is recorded as far as it got (the checkers report
 // final-read-stuck); the others go on. The error is the world's failure
@@ -262,6 +263,21 @@ func (wl *workload) finalReads() error {
 			if err := read(metadata.TopicPartition{Topic: outputTopic, Partition: int32(p)}, iso, true); err != nil {
 				return err
 			}
+		}
+	}
+	if wl.s.Workload.Kind != ProduceOnly && wl.s.Workload.Commit != AtomicWithOutput {
+		// The group's committed offsets: the other half of what a
+		// transaction commits, and where the pipeline would resume.
+		var tps []metadata.TopicPartition
+		for p := range wl.s.Cluster.Partitions {
+			tps = append(tps, metadata.TopicPartition{Topic: inputTopic, Partition: int32(p)})
+		}
+		err := wl.c.finalOffsets(wl.rec, groupID, tps, finalReadBudget)
+		if werr := wl.c.w.Err(); werr != nil {
+			return werr
+		}
+		if err != nil {
+			wl.c.w.Trace().Note("final-read-stuck: " + err.Error())
 		}
 	}
 	if wl.c.hasSink {
