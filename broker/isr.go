@@ -76,6 +76,24 @@ func (p *partition) proposeISR(isr []int32) {
 	if b.brokerEpoch < 0 {
 		return
 	}
+	for _, r := range isr {
+		if p.state.InISR(r) {
+			continue
+		}
+		// A replica joins the ISR only once it holds everything the high
+		// watermark covers and has reached the start of the leader's
+		// epoch (KAFKA-7128): else a failover to it loses what this
+		// leader committed in its epoch.
+		f := p.followers[r]
+		start, ok := p.epochStartOffset()
+		if f == nil || !ok || f.logEnd < p.hw || f.logEnd < start {
+			end := int64(-1)
+			if f != nil {
+				end = f.logEnd
+			}
+			panic(invariantf("%v: replica %d proposed for the ISR at log end %d, below the high watermark %d or the epoch %d start %d", p.tp, r, end, p.hw, p.state.LeaderEpoch, start))
+		}
+	}
 	p.pendingISR = isr
 	req := kmsg.NewPtrAlterPartitionRequest()
 	req.BrokerID = b.opts.ID

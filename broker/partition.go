@@ -41,9 +41,11 @@ type partition struct {
 	// Follower only: whether the fetcher must truncate before fetching.
 	truncatePending bool
 
-	// hwFloor is the leader's high watermark so far in its epoch: it must
-	// never move back within one.
+	// hwFloor and lsoFloor are the leader's high watermark and last
+	// stable offset so far in its epoch (hwFloorEpoch): neither may move
+	// back within one.
 	hwFloor      int64
+	lsoFloor     int64
 	hwFloorEpoch int32
 }
 
@@ -282,10 +284,36 @@ func (p *partition) invariantViolation() string {
 	if !p.state.InISR(p.b.opts.ID) {
 		return invariantf("%v: leader %d not in its ISR %v", p.tp, p.b.opts.ID, p.state.ISR)
 	}
-	if p.hwFloorEpoch == p.state.LeaderEpoch && p.hw < p.hwFloor {
-		return invariantf("%v: leader high watermark moved back from %d to %d within epoch %d", p.tp, p.hwFloor, p.hw, p.state.LeaderEpoch)
+	lso := p.lastStableOffset()
+	if lso > p.hw {
+		return invariantf("%v: last stable offset %d past the high watermark %d", p.tp, lso, p.hw)
 	}
-	p.hwFloor, p.hwFloorEpoch = p.hw, p.state.LeaderEpoch
+	if p.hwFloorEpoch == p.state.LeaderEpoch {
+		if p.hw < p.hwFloor {
+			return invariantf("%v: leader high watermark moved back from %d to %d within epoch %d", p.tp, p.hwFloor, p.hw, p.state.LeaderEpoch)
+		}
+		if lso < p.lsoFloor {
+			return invariantf("%v: last stable offset moved back from %d to %d within epoch %d", p.tp, p.lsoFloor, lso, p.state.LeaderEpoch)
+		}
+		if p.hw > p.hwFloor {
+			// The high watermark advanced: every replica it waits for
+			// (the ISR, and any a pending change adds or removes) had
+			// fetched past it — Kafka's Partition.maybeIncrementLeaderHW.
+			for _, r := range p.effectiveISR() {
+				if r == p.b.opts.ID {
+					continue
+				}
+				if f := p.followers[r]; f == nil || f.logEnd < p.hw {
+					end := int64(-1)
+					if f != nil {
+						end = f.logEnd
+					}
+					return invariantf("%v: high watermark advanced to %d past the log end %d of ISR member %d", p.tp, p.hw, end, r)
+				}
+			}
+		}
+	}
+	p.hwFloor, p.lsoFloor, p.hwFloorEpoch = p.hw, lso, p.state.LeaderEpoch
 	var prev log.EpochEntry
 	first := true
 	for e := range p.log.Epochs() {

@@ -63,6 +63,10 @@ type txnMeta struct {
 	pending          txnState
 	coordinatorEpoch int32
 	markers          *markerJob // markers being written for a Prepare* state
+	// stateEnd is the offset after the state record this coordinator last
+	// wrote for the transaction (0 for a state loaded from the log: Kafka
+	// loads to the log end and sends a loaded Prepare*'s markers at once).
+	stateEnd int64
 }
 
 const (
@@ -266,7 +270,7 @@ func (tc *txnCoordinator) persist(t *txnMeta, next txnRecord, done func(code int
 	next.Updated = tc.b.e.WallClock()
 	t.pending = next.State
 	rec := record.Record{Key: encodeTxnKey(t.id), Value: encodeTxnValue(next)}
-	tc.c.appendCommitted(p, []record.Record{rec}, func(code int16) {
+	tc.c.appendCommittedBatch(p, record.NewHeader(), []record.Record{rec}, func(base int64, code int16) {
 		t.pending = txnNone
 		if code == 0 && !tc.current(t) {
 			code = kerr.NotCoordinator.Code
@@ -277,6 +281,7 @@ func (tc *txnCoordinator) persist(t *txnMeta, next txnRecord, done func(code int
 			}
 			tc.b.e.Log("txn-state", "id", t.id, "from", t.State.String(), "to", next.State.String(), "pid", next.ProducerID, "epoch", next.ProducerEpoch, "partitions", len(next.Partitions))
 			t.txnRecord = next
+			t.stateEnd = base + 1
 		}
 		done(code)
 	})

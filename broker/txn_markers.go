@@ -79,6 +79,13 @@ func (j *markerJob) send() {
 		j.complete()
 		return
 	}
+	if p, code := j.tc.serving(j.t.id); code == 0 && p.hw < j.t.stateEnd {
+		// The decision must be durable before any partition hears it:
+		// a marker for a Prepare* record a failover could still lose
+		// tears the transaction.
+		panic(invariantf("transaction %q: markers for %v sent before its record (offset %d) committed: %v's high watermark is %d",
+			j.t.id, j.t.State, j.t.stateEnd-1, p.tp, p.hw))
+	}
 	b := j.tc.b
 	byLeader := map[int32][]metadata.TopicPartition{}
 	var leaders []int32
