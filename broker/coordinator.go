@@ -7,10 +7,12 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kafkasim/kafkasim/broker/defect"
 	"github.com/kafkasim/kafkasim/broker/metadata"
 	"github.com/kafkasim/kafkasim/broker/record"
 	"github.com/kafkasim/kafkasim/broker/rpc"
 	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/probe"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -387,7 +389,7 @@ func (c *coordinator) handleOffsetCommit(r *rpc.Request, req *kmsg.OffsetCommitR
 	for _, tp := range tps {
 		g.pendingCommits[tp]++
 	}
-	c.appendCommittedBatch(p, record.NewHeader(), recs, func(base int64, code int16) {
+	c.appendCommittedBatch(p, record.NewHeader(), recs, req.Group, func(base int64, code int16) {
 		for i, tp := range tps {
 			if g.pendingCommits[tp]--; g.pendingCommits[tp] <= 0 {
 				delete(g.pendingCommits, tp)
@@ -427,13 +429,15 @@ func (ob *offsetBatch) add(topic string, partition int32, offset int64, leaderEp
 // calls done with 0 once they are committed (the high watermark passed
 // them), or with the error that stopped them.
 func (c *coordinator) appendCommitted(p *partition, recs []record.Record, done func(code int16)) {
-	c.appendCommittedBatch(p, record.NewHeader(), recs, func(_ int64, code int16) { done(code) })
+	c.appendCommittedBatch(p, record.NewHeader(), recs, "", func(_ int64, code int16) { done(code) })
 }
 
 // appendCommittedBatch is appendCommitted for a batch with header h (a
 // transactional offset commit carries its producer's id, epoch and
-// sequence); done also gets the offset of the first record.
-func (c *coordinator) appendCommittedBatch(p *partition, h record.BatchHeader, recs []record.Record, done func(base int64, code int16)) {
+// sequence); done also gets the offset of the first record. An offset
+// commit names its group: the coordinator then hits
+// offset-commit-awaiting-replication while it waits.
+func (c *coordinator) appendCommittedBatch(p *partition, h record.BatchHeader, recs []record.Record, offsetsOf string, done func(base int64, code int16)) {
 	b := c.b
 	h.FirstTimestamp = b.e.WallClock().UnixMilli()
 	batch, err := record.Encode(h, recs)
@@ -444,6 +448,14 @@ func (c *coordinator) appendCommittedBatch(p *partition, h record.BatchHeader, r
 	res, code := b.appendAsLeader(p.tp, batch, -1)
 	if code != 0 {
 		done(-1, coordinatorCode(code))
+		return
+	}
+	if offsetsOf != "" && p.hw <= res.LastOffset {
+		b.e.Probe(probe.OffsetCommitAwaitingReplication, offsetsOf)
+	}
+	if (p.tp.Topic == metadata.TransactionTopic && b.cfg.Defects.Has(defect.TxnStateAdoptedBeforeReplication)) ||
+		(p.tp.Topic == metadata.OffsetsTopic && b.cfg.Defects.Has(defect.OffsetCommitAckedBeforeReplication)) {
+		done(res.FirstOffset, 0)
 		return
 	}
 	c.awaitCommitted(p, res.LastOffset+1, func(code int16) { done(res.FirstOffset, code) })
@@ -557,7 +569,7 @@ func (c *coordinator) handleOffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.Offs
 					pr := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 					pr.Partition, pr.Offset, pr.LeaderEpoch = part, -1, -1
 					tp := metadata.TopicPartition{Topic: rt.Topic, Partition: part}
-					if req.RequireStable && g != nil && g.hasPendingCommit(tp) {
+					if req.RequireStable && g != nil && g.hasPendingCommit(tp) && !c.b.cfg.Defects.Has(defect.OffsetFetchIgnoresPendingTransactions) {
 						// A transaction (or a plain commit) may still move
 						// this offset: a read_committed consumer must not
 						// start from the old one (KIP-447).

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/kafkasim/kafkasim/broker/defect"
 	"github.com/kafkasim/kafkasim/broker/log"
 	"github.com/kafkasim/kafkasim/broker/metadata"
 	"github.com/kafkasim/kafkasim/broker/rpc"
@@ -137,7 +138,7 @@ func (b *Broker) fetchPartition(pr *kmsg.FetchResponseTopicPartition, tp metadat
 		}
 	}
 	limit := p.log.LogEndOffset()
-	if replica < 0 {
+	if replica < 0 && !b.cfg.Defects.Has(defect.FetchServesPastHighWatermark) {
 		limit = p.hw
 		if isolation == 1 {
 			limit = pr.LastStableOffset
@@ -164,7 +165,7 @@ func (b *Broker) fetchPartition(pr *kmsg.FetchResponseTopicPartition, tp metadat
 	if data != nil {
 		pr.RecordBatches = data
 	}
-	if isolation == 1 && replica < 0 && len(data) > 0 {
+	if isolation == 1 && replica < 0 && len(data) > 0 && !b.cfg.Defects.Has(defect.AbortedTransactionsNotListed) {
 		for _, a := range p.log.AbortedTransactions(rp.FetchOffset, limit) {
 			at := kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
 			at.ProducerID, at.FirstOffset = a.ProducerID, a.FirstOffset

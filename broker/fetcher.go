@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kafkasim/kafkasim/broker/defect"
 	"github.com/kafkasim/kafkasim/broker/log"
 	"github.com/kafkasim/kafkasim/broker/metadata"
 	"github.com/kafkasim/kafkasim/env"
@@ -174,7 +175,7 @@ func (f *fetcher) sendOffsetForLeaderEpoch(states []*fetchState) {
 // is older, cut to the smaller of its end and ours for that epoch. An
 // undefined answer falls back to the high watermark.
 func (f *fetcher) truncateByEpoch(p *partition, epoch int32, end int64) error {
-	if epoch < 0 || end < 0 {
+	if epoch < 0 || end < 0 || f.b.cfg.Defects.Has(defect.FollowerTruncatesToHighWatermark) {
 		_, err := p.truncateTo(p.hw, probe.FollowerTruncatedToHighWatermark, "leader has no epoch at or below ours: to high watermark")
 		return err
 	}

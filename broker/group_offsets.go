@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kafkasim/kafkasim/broker/defect"
 	"github.com/kafkasim/kafkasim/broker/metadata"
 	"github.com/kafkasim/kafkasim/broker/record"
 	"github.com/kafkasim/kafkasim/broker/rpc"
@@ -169,7 +170,7 @@ func (c *coordinator) writeTxnOffsets(p *partition, req *kmsg.TxnOffsetCommitReq
 	if s, ok := p.log.Producer(req.ProducerID); ok && s.ProducerEpoch == req.ProducerEpoch && s.LastSequence != record.NoSequence {
 		h.BaseSequence = record.IncrementSequence(s.LastSequence, 1)
 	}
-	c.appendCommittedBatch(p, h, recs, func(base int64, code int16) {
+	c.appendCommittedBatch(p, h, recs, req.Group, func(base int64, code int16) {
 		if code == kerr.InvalidProducerEpoch.Code {
 			code = fencedCode(req.Version, 3)
 		}
@@ -220,7 +221,7 @@ func (c *coordinator) completeTxnOffsets(part int32, pid int64, commit bool) {
 			continue
 		}
 		delete(g.pendingTxnOffsets, pid)
-		if !commit {
+		if !commit && !c.b.cfg.Defects.Has(defect.TxnOffsetsCommittedOnAbort) {
 			continue
 		}
 		for tp, o := range pend {

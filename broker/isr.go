@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/kafkasim/kafkasim/broker/defect"
 	"github.com/kafkasim/kafkasim/probe"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -46,7 +47,11 @@ func (p *partition) maybeExpandISR(r int32) {
 	}
 	f := p.followers[r]
 	start, ok := p.epochStartOffset()
-	if f == nil || !ok || f.logEnd < p.hw || f.logEnd < start {
+	hw := p.hw
+	if p.b.cfg.Defects.Has(defect.ISRExpansionIgnoresHighWatermark) {
+		hw = 0
+	}
+	if f == nil || !ok || f.logEnd < hw || f.logEnd < start {
 		return
 	}
 	isr := append(slices.Clone(p.state.ISR), r)

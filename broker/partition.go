@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kafkasim/kafkasim/broker/defect"
 	"github.com/kafkasim/kafkasim/broker/log"
 	"github.com/kafkasim/kafkasim/broker/metadata"
 	"github.com/kafkasim/kafkasim/env"
@@ -91,6 +92,7 @@ func (b *Broker) openPartition(ps metadata.Partition) (*partition, error) {
 		SegmentBytesMax:          b.cfg.SegmentBytes,
 		FlushIntervalMessages:    b.cfg.LogFlushIntervalMessages,
 		KIP360ProducerIDRecovery: true,
+		Defects:                  b.cfg.Defects,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open log %v: %w", ps.TopicPartition, err)
@@ -189,6 +191,7 @@ func (p *partition) truncateTo(offset int64, how, why string) (int64, error) {
 	if end < before {
 		p.b.e.Log("truncate", "partition", p.tp.String(), "from", before, "to", end, "why", why)
 		p.b.e.Probe(how, p.tp.String())
+		p.b.e.Probe(probe.FollowerTruncated, p.tp.String())
 	}
 	if p.hw > end {
 		p.hw = end
@@ -217,7 +220,14 @@ func (p *partition) maybeAdvanceHighWatermark() {
 		return
 	}
 	hw := p.log.LogEndOffset()
-	for _, r := range p.effectiveISR() {
+	waitFor := p.effectiveISR()
+	switch {
+	case p.b.cfg.Defects.Has(defect.HighWatermarkIgnoresFollowers):
+		waitFor = nil
+	case p.b.cfg.Defects.Has(defect.HighWatermarkIgnoresPendingISR):
+		waitFor = p.state.ISR
+	}
+	for _, r := range waitFor {
 		if r == p.b.opts.ID {
 			continue
 		}
@@ -255,7 +265,12 @@ func (p *partition) wakeWaiters() {
 func (p *partition) failWaiters() { p.wakeWaiters() }
 
 // lastStableOffset is the LSO for read_committed consumers.
-func (p *partition) lastStableOffset() int64 { return p.log.LastStableOffset(p.hw) }
+func (p *partition) lastStableOffset() int64 {
+	if p.b.cfg.Defects.Has(defect.LastStableOffsetIgnoresOpenTransactions) {
+		return p.hw
+	}
+	return p.log.LastStableOffset(p.hw)
+}
 
 // invariantViolation names the first invariant this replica breaks, or is
 // "" if it is in a possible state; Broker.checkInvariants asks after every

@@ -24,6 +24,7 @@ func (a *analysis) checkAnomalies() {
 	a.pollOrder()
 	a.sendOrder()
 	a.offsetRegressions()
+	a.lostCommits()
 	a.stuckFinalReads()
 	a.replicaAgreement()
 }
@@ -498,6 +499,52 @@ func (a *analysis) sendOrder() {
 					Ops:     a.ref(l.op, op.ID)})
 			}
 			last[s.TP] = lastSend{offset: s.Offset + int64(len(s.Messages)) - 1, op: op.ID}
+		}
+	}
+}
+
+// lostCommits: an acknowledged offset commit is durable (Kafka writes it
+// with acks=-1 to __consumer_offsets and answers once it is committed), and
+// no later commit may go lower (offset-regression), so the group's final
+// committed offset — the harness's final offset fetch — is at least every
+// acknowledged commit. Below one, a consumer resuming from it processes
+// again records whose offsets were committed past: at-most-once is broken
+// in what the pipeline would do next. A committed transaction's offsets
+// are judged with its writes (torn-transaction).
+func (a *analysis) lostCommits() {
+	type key struct {
+		group string
+		tp    history.TopicPartition
+	}
+	var final *history.Op
+	for i := range a.h {
+		if op := &a.h[i]; op.Kind == history.KindOffsetFetch && op.OffsetFetch.Final && op.Outcome == history.OK {
+			final = op
+		}
+	}
+	if final == nil {
+		return
+	}
+	best := map[key]*history.Op{}
+	at := map[key]int64{}
+	for i := range a.h {
+		op := &a.h[i]
+		if op.Kind != history.KindCommit || op.Outcome != history.OK || op.Commit.Group != final.OffsetFetch.Group {
+			continue
+		}
+		for _, po := range op.Commit.Offsets {
+			k := key{op.Commit.Group, po.TP}
+			if best[k] == nil || po.Offset > at[k] {
+				best[k], at[k] = op, po.Offset
+			}
+		}
+	}
+	for _, po := range final.OffsetFetch.Offsets {
+		k := key{final.OffsetFetch.Group, po.TP}
+		if c := best[k]; c != nil && po.Offset < at[k] {
+			a.rep.add("offset-commit-lost", Witness{
+				Message: fmt.Sprintf("group %s %s: op %d's commit of offset %d was acknowledged, but the final committed offset is %d", k.group, po.TP, c.ID, at[k], po.Offset),
+				Ops:     a.ref(c.ID, final.ID)})
 		}
 	}
 }

@@ -319,6 +319,28 @@ func TestAnAbortedTransactionWhoseOffsetsStandIsTorn(t *testing.T) {
 	wantNo(t, redo.check(t, checkers.Options{}), "torn-transaction")
 }
 
+// An acknowledged commit is durable: a final committed offset below it
+// means a resumed consumer processes again what was committed past.
+func TestAFinalCommittedOffsetBelowAnAcknowledgedCommitIsALostCommit(t *testing.T) {
+	build := func(final int64) (checkers.Verdict, history.ID, history.ID) {
+		var b hb
+		c := b.add(history.Op{Process: "c0", Kind: history.KindCommit, Call: 0, Return: 1, Outcome: ok,
+			Commit: &history.Commit{Group: "g", Offsets: []history.PartitionOffset{{TP: y, Offset: 7}}}})
+		f := b.finalOffsets(10, final)
+		return b.check(t, checkers.Options{}), c, f
+	}
+	v, c, f := build(4)
+	a := wantAnomaly(t, v, "offset-commit-lost", 1, c, f)
+	if !strings.Contains(a.Witnesses[0].Message, "commit of offset 7 was acknowledged, but the final committed offset is 4") {
+		t.Fatalf("the witness names both offsets:\n%s", v.Summary())
+	}
+	if v.Holds(checkers.AtMostOnce) {
+		t.Fatal("a lost commit breaks at-most-once")
+	}
+	v, _, _ = build(7)
+	wantNo(t, v, "offset-commit-lost")
+}
+
 func TestReadingOneValueAtOneOffsetManyTimesIsNoDuplicate(t *testing.T) {
 	var b hb
 	b.send("p0", 0, 1, ok, x, 0, "a")

@@ -55,6 +55,8 @@
 //	                                                  past the last one of its epoch, or an epoch not starting at 0
 //	offset-regression     safety    exactly-once      a commit (or committed transaction's, or sink's stored offset)
 //	                                                  invoked after another returned, lower than it
+//	offset-commit-lost    safety    at-most-once      the group's final committed offset (the final offset fetch)
+//	                                                  below an acknowledged commit: resuming processes again
 //	stale-offset-fetch    safety    exactly-once      commits and offset fetches of a group-partition are not a
 //	                                                  linearizable register (porcupine, model.OffsetModel)
 //	nonlinearizable       safety    exactly-once      a partition log has no linearization (the witness says why:

@@ -114,6 +114,7 @@ var anomalies = map[string]anomalyInfo{
 	"nonmonotonic-send":  {Safety, nil, PartitionOrder, "one producer's later send got a lower offset in a partition (reordering)"},
 	"sequence-gap":       {Safety, nil, PartitionOrder, "a replica's log holds a producer's batch whose sequence skips past one it does not hold"},
 	"offset-regression":  {Safety, breaksEO, NoOrder, "a group's committed offset moved backwards"},
+	"offset-commit-lost": {Safety, breaksAMO, NoOrder, "the group's final committed offset is below an acknowledged commit: resuming there processes again what was committed past"},
 	"final-read-stuck":   {Liveness, breaksALO, NoOrder, "a final read could not finish after heal and drain: the store did not serve what it holds"},
 	"replica-divergence": {Safety, breaksALO, NoOrder, "two replicas hold different records below a high watermark: committed data a failover would lose or change"},
 	"stale-offset-fetch": {Safety, breaksEO, NoOrder, "committed offsets are not a linearizable register: a fetch returned what was not the latest commit"},

@@ -314,7 +314,7 @@ func (g *generator) can(name string) bool {
 	case "power-loss-correlated-on-trigger":
 		return len(g.o.Triggers) > 0 && len(g.o.Brokers) >= 2
 	case "crash-leader-then-successor-on-truncation":
-		return slices.ContainsFunc(g.o.Triggers, func(t Trigger) bool { return t.Probe == probe.FollowerTruncatedToHighWatermark && t.On != "" })
+		return slices.ContainsFunc(g.o.Triggers, isTruncation)
 	case "followers-cut-then-leader-isolated-on-catch-up":
 		return len(g.catchUp) > 0 && g.o.Controller != ""
 	case "delay-txn-request-on-trigger":
@@ -344,6 +344,15 @@ func one(a Action, length time.Duration, undo Kind) episode {
 	return episode{acts: []Action{a}, length: length, undo: undo}
 }
 
+// isTruncation: a trigger on a follower cutting its log, for a partition.
+func isTruncation(t Trigger) bool {
+	switch t.Probe {
+	case probe.FollowerTruncated, probe.FollowerTruncatedToHighWatermark, probe.FollowerTruncatedByEpoch:
+		return t.On != ""
+	}
+	return false
+}
+
 // aims are the windows each targeted fault is best aimed at: a crash
 // delivers what the node already sent, so it aims at a step not yet taken
 // (a commit, a catch-up); an isolation, a partition or a reset loses what
@@ -351,16 +360,16 @@ func one(a Action, length time.Duration, undo Kind) episode {
 // loss at the instant after an acknowledgment, before anything is synced.
 var aims = map[string][]string{
 	"crash-on-trigger": {probe.TransactionAwaitingCommit, probe.CommittedBeforeProcessing, probe.ProcessedBeforeCommit,
-		probe.TransactionPrepared, probe.LeaderElected},
+		probe.TransactionPrepared, probe.OffsetCommitAwaitingReplication, probe.LeaderElected},
 	"reset-on-trigger":                               {probe.ProduceAnswered},
-	"partition-on-trigger":                           {probe.ProduceAnswered, probe.ProduceAcknowledgedBeforeReplication},
-	"isolate-on-trigger":                             {probe.ProduceAcknowledgedBeforeReplication, probe.TransactionAwaitingCommit, probe.LeaderElected},
-	"power-loss-on-trigger":                          {probe.ProduceAnswered, probe.TransactionAwaitingCommit},
+	"partition-on-trigger":                           {probe.OffsetCommitAwaitingReplication, probe.ProduceAnswered, probe.ProduceAcknowledgedBeforeReplication},
+	"isolate-on-trigger":                             {probe.ProduceAcknowledgedBeforeReplication, probe.TransactionAwaitingCommit, probe.OffsetCommitAwaitingReplication, probe.LeaderElected},
+	"power-loss-on-trigger":                          {probe.ProduceAnswered, probe.TransactionAwaitingCommit, probe.OffsetCommitAwaitingReplication},
 	"power-loss-correlated-on-trigger":               {probe.ProduceAnswered},
 	"pause-on-trigger":                               {probe.TransactionAwaitingCommit, probe.CommittedBeforeProcessing, probe.ProcessedBeforeCommit},
 	"followers-cut-then-leader-isolated-on-catch-up": {probe.FollowerFetchOutOfSync},
 	"delay-txn-request-on-trigger":                   {probe.TransactionAwaitingCommit},
-	"crash-leader-then-successor-on-truncation":      {probe.FollowerTruncatedToHighWatermark},
+	"crash-leader-then-successor-on-truncation":      {probe.FollowerTruncated, probe.FollowerTruncatedToHighWatermark, probe.FollowerTruncatedByEpoch},
 }
 
 // aimsAtMain reports whether the targeted feature name is aimed at the
@@ -498,18 +507,32 @@ var features = []feature{
 	}},
 	{"crash-leader-then-successor-on-truncation", ClassCrash, func(g *generator, c chooser) episode {
 		// KIP-101's first scenario: a partition's leader crashed; when the
-		// election makes a follower cut its log to its high watermark
-		// (which lags the leader's by a fetch), the new leader crashed at
-		// once, before that follower fetches again. Elected next, the
-		// follower lacks what the first leader's high watermark covered.
-		// Both stay down long enough for each election to happen.
-		var ts []Trigger
+		// election makes a follower cut its log — to its high watermark
+		// (which lags the leader's by a fetch) without KIP-101, by the
+		// leader's epochs with it — the new leader crashed at once, before
+		// that follower fetches again. Elected next, a follower that cut
+		// to its high watermark lacks what the first leader's covered; one
+		// that asked the epochs does not. Both stay down long enough for
+		// each election to happen.
+		// Aimed at the main window if it is a truncation, else at any
+		// truncation (whichever rule the brokers follow), else at what
+		// the menu has.
+		var ts, any []Trigger
 		for _, t := range g.o.Triggers {
-			if t.Probe == probe.FollowerTruncatedToHighWatermark && t.On != "" {
+			if isTruncation(t) {
 				ts = append(ts, t)
 			}
+			if t.Probe == probe.FollowerTruncated {
+				any = append(any, t)
+			}
+		}
+		if len(any) > 0 {
+			ts = any
 		}
 		tr := pick(c, ts)
+		if main := g.o.Triggers[0]; isTruncation(main) {
+			tr = main
+		}
 		topic, p, _ := parseTopicPartition(tr.On)
 		e := episode{acts: []Action{
 			{Kind: KindCrash, Target: Leader(topic, p)},

@@ -29,6 +29,9 @@ const (
 	// records a producer had been told were written (the harness derives it
 	// from leader-elected and the history).
 	AcknowledgedMissingOnNewLeader = "acknowledged-missing-on-new-leader"
+	// FollowerTruncated: a follower cut its log, by whichever rule (the
+	// two below): what a fault aimed at a failover's truncation waits for.
+	FollowerTruncated = "follower-truncated"
 	// FollowerTruncatedByEpoch: a follower cut its log where the leader's
 	// epochs said the logs diverged (KIP-101, KIP-279, KIP-320).
 	FollowerTruncatedByEpoch = "follower-truncated-by-epoch"
@@ -110,6 +113,11 @@ const (
 	// ProcessedBeforeCommit: a consumer application wrote the output of
 	// records whose offsets it has not committed yet (process-then-commit).
 	ProcessedBeforeCommit = "processed-before-commit"
+	// OffsetCommitAwaitingReplication: a group coordinator appended an
+	// offset commit (plain or transactional) to __consumer_offsets and
+	// waits for it to commit before answering: a failover now must not
+	// lose what it then acknowledges.
+	OffsetCommitAwaitingReplication = "offset-commit-awaiting-replication"
 )
 
 // Storage.
@@ -137,6 +145,7 @@ var Catalogue = []Info{
 	{LeaderElected, "broker", "a replica became leader of a partition"},
 	{LeaderFailover, "controller", "leadership moved away from a fenced, shut-down or out-of-ISR broker"},
 	{AcknowledgedMissingOnNewLeader, "harness", "a new leader lacks records a producer was told were written"},
+	{FollowerTruncated, "broker", "a follower cut its log, by whichever rule"},
 	{FollowerTruncatedByEpoch, "broker", "a follower cut its log where the leader's epochs said the logs diverged"},
 	{FollowerTruncatedToHighWatermark, "broker", "a follower cut its log to its high watermark"},
 	{ISRShrunkToLeader, "broker", "a partition's ISR became the leader alone"},
@@ -159,6 +168,7 @@ var Catalogue = []Info{
 	{MemberFenced, "broker", "an offset commit from a stale generation or unknown member was refused"},
 	{CommittedBeforeProcessing, "application", "a consumer committed offsets of records not yet processed"},
 	{ProcessedBeforeCommit, "application", "a consumer wrote output of records whose offsets are not yet committed"},
+	{OffsetCommitAwaitingReplication, "broker", "a group coordinator appended an offset commit and awaits its replication"},
 	{PowerLossDroppedUnsynced, "world", "a power loss dropped bytes not yet synced"},
 	{CorruptBatchDetected, "broker", "a batch failing its checksum was refused or cut"},
 	{SyncFailedHalt, "broker", "a failed fsync halted the broker"},

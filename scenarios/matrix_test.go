@@ -113,7 +113,7 @@ func checkClaimProperty(t *testing.T, name string) {
 	class, err := s.FaultClass()
 	require.NoError(t, err)
 	rapid.Check(t, func(rt *rapid.T) {
-		c := buildCluster(s, simOptions(0))
+		c := buildCluster(s, simOptions(0), 0)
 		wl := newWorkload(c, nil)
 		o := c.nemesisOptions(wl.topics(), durationOf(s))
 		sched := faults.Gen(class, o).Draw(rt, "faults")

@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/kafkasim/kafkasim/broker/defect"
 	"github.com/kafkasim/kafkasim/checkers"
 	"github.com/kafkasim/kafkasim/env"
 	"github.com/kafkasim/kafkasim/faults"
@@ -28,6 +29,9 @@ type RunOptions struct {
 	// HTML, if set, is where the visualization of a non-linearizable
 	// partition goes.
 	HTML string
+	// Defects are broker bugs planted for the checkers' self-test
+	// (package defect); none in every other run.
+	Defects defect.Set
 	// DrainBudget bounds the drain phase; 0 means 30 s: a healed cluster
 	// elects, rejoins and settles its transactions within seconds.
 	DrainBudget time.Duration
@@ -109,7 +113,7 @@ func Run(s Scenario, o RunOptions) (*Result, error) {
 	if o.DrainBudget == 0 {
 		o.DrainBudget = 30 * time.Second
 	}
-	c := buildCluster(s, sim.Options{Seed: o.Seed, TraceJSON: o.TraceJSON})
+	c := buildCluster(s, sim.Options{Seed: o.Seed, TraceJSON: o.TraceJSON}, o.Defects)
 	rec := history.NewRecorder()
 	wl := newWorkload(c, rec)
 	wl.addNodes()

@@ -8,6 +8,7 @@ import (
 	"github.com/kafkasim/kafkasim/broker"
 	"github.com/kafkasim/kafkasim/broker/config"
 	"github.com/kafkasim/kafkasim/broker/controller"
+	"github.com/kafkasim/kafkasim/broker/defect"
 	"github.com/kafkasim/kafkasim/broker/metadata"
 	"github.com/kafkasim/kafkasim/env"
 	"github.com/kafkasim/kafkasim/faults"
@@ -62,8 +63,9 @@ type cluster struct {
 	measure func()
 }
 
-func buildCluster(s Scenario, o sim.Options) *cluster {
+func buildCluster(s Scenario, o sim.Options, defects defect.Set) *cluster {
 	c := &cluster{w: sim.New(o), s: s, cfg: s.clusterConfig()}
+	c.cfg.Defects = defects
 	cfg := c.cfg
 	c.w.AddNode(controllerNode, func() env.Process { return controller.New(cfg) }).Start()
 	for i := range s.Cluster.Brokers {
@@ -230,7 +232,8 @@ func (c *cluster) triggers() []faults.Trigger {
 		// failing now elects it short); an answer on its way, whose loss
 		// makes the producer retry (without idempotence: a duplicate). Then
 		// the rest: acknowledged before the followers fetched it (acks=1),
-		// an ISR change in flight, a new leader.
+		// an ISR change in flight, a new leader, a follower that cut its
+		// log (by whichever rule).
 		var first []string
 		cl, pr := c.s.Cluster, c.s.Producer
 		if cl.UncleanLeaderElectionEnable {
@@ -243,7 +246,7 @@ func (c *cluster) triggers() []faults.Trigger {
 			first = append(first, probe.ProduceAnswered)
 		}
 		rest := []string{probe.ProduceAcknowledgedBeforeReplication, probe.ProduceAnswered, probe.FollowerFetchOutOfSync,
-			probe.ISRExpansionPending, probe.LeaderElected, probe.FollowerTruncatedToHighWatermark}
+			probe.ISRExpansionPending, probe.LeaderElected, probe.FollowerTruncated}
 		logs(inputTopic, slices.Compact(append(first, slices.DeleteFunc(rest, func(n string) bool { return slices.Contains(first, n) })...))...)
 	case ConsumeProcessSink:
 		// Between a consumer's commit and its processing, or the reverse:
@@ -254,15 +257,20 @@ func (c *cluster) triggers() []faults.Trigger {
 		case ProcessThenCommit:
 			ts = append(ts, faults.Trigger{Probe: probe.ProcessedBeforeCommit, On: groupID})
 		}
+		if c.s.Workload.Commit != AtomicWithOutput {
+			// An offset commit on its way to the group's replicas.
+			ts = append(ts, faults.Trigger{Probe: probe.OffsetCommitAwaitingReplication, On: groupID})
+		}
 		// An acknowledgment on its way (a correlated power loss right
 		// after it takes the input away); the input's leaders.
 		logs(inputTopic, probe.ProduceAnswered, probe.LeaderElected)
 	case ConsumeTransformProduce:
 		// A transaction written but not yet asked to commit; between its
 		// decision and its markers; a rebalance with a transaction open;
-		// the output's leaders.
+		// its offsets on their way to the group's replicas; the output's
+		// leaders.
 		ts = append(ts, faults.Trigger{Probe: probe.TransactionAwaitingCommit}, faults.Trigger{Probe: probe.TransactionPrepared},
-			faults.Trigger{Probe: probe.RebalanceDuringTransaction})
+			faults.Trigger{Probe: probe.RebalanceDuringTransaction}, faults.Trigger{Probe: probe.OffsetCommitAwaitingReplication, On: groupID})
 		logs(outputTopic, probe.LeaderElected, probe.ISRExpansionPending)
 	}
 	return ts

@@ -6,6 +6,8 @@ package config
 import (
 	"fmt"
 	"time"
+
+	"github.com/kafkasim/kafkasim/broker/defect"
 )
 
 // Cluster is the broker- and controller-side configuration.
@@ -61,6 +63,10 @@ type Cluster struct {
 	// GroupSessionTimeoutMin and GroupSessionTimeoutMax bound the session
 	// timeouts members may ask for.
 	GroupSessionTimeoutMin, GroupSessionTimeoutMax time.Duration
+
+	// Defects are bugs planted on purpose (package defect) for the
+	// checkers' self-test; the zero set, everywhere else.
+	Defects defect.Set
 }
 
 // Default is Kafka's defaults, except where a simulation needs smaller

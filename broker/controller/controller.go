@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kafkasim/kafkasim/broker/config"
+	"github.com/kafkasim/kafkasim/broker/defect"
 	"github.com/kafkasim/kafkasim/broker/metadata"
 	"github.com/kafkasim/kafkasim/broker/rpc"
 	"github.com/kafkasim/kafkasim/broker/wire"
@@ -131,11 +132,11 @@ func (c *Controller) unfenceBroker(id int32) { c.setFenced(id, false, "unfence",
 
 // setFenced records a broker's new fencing state, applies rule to every
 // partition, commits what changed and tells the brokers.
-func (c *Controller) setFenced(id int32, fenced bool, why string, rule func(metadata.Partition, int32, func(int32) bool, bool) (metadata.Partition, bool)) {
+func (c *Controller) setFenced(id int32, fenced bool, why string, rule func(metadata.Partition, int32, func(int32) bool, election) (metadata.Partition, bool)) {
 	c.st.brokers[id].fenced = fenced
 	var rs []record
 	for _, p := range c.st.partitions() {
-		if q, changed := rule(p, id, c.st.live, c.cfg.UncleanLeaderElection); changed {
+		if q, changed := rule(p, id, c.st.live, c.election()); changed {
 			rs = append(rs, record{Partition: &q})
 			c.logElection(why, id, p, q)
 		}
@@ -146,12 +147,23 @@ func (c *Controller) setFenced(id int32, fenced bool, why string, rule func(meta
 	c.pushAll()
 }
 
+// election is the rule leaderless partitions are led by.
+func (c *Controller) election() election {
+	switch {
+	case c.cfg.Defects.Has(defect.ElectionIgnoresISR):
+		return anyLive
+	case c.cfg.UncleanLeaderElection:
+		return unclean
+	}
+	return clean
+}
+
 // offlineFor reports whether some leaderless partition could be led by
 // broker id — after a controller restart, brokers are live without having
 // been unfenced, and offline partitions wait for them.
 func (c *Controller) offlineFor(id int32) bool {
 	for _, p := range c.st.partitions() {
-		if _, ok := unfence(p, id, c.st.live, c.cfg.UncleanLeaderElection); ok {
+		if _, ok := unfence(p, id, c.st.live, c.election()); ok {
 			return true
 		}
 	}

@@ -9,11 +9,25 @@ import (
 // The election rules are pure functions of a partition and the set of live
 // brokers, so they are tested by themselves.
 
+// election is who may lead a partition whose leader is gone.
+type election uint8
+
+const (
+	// clean: a live member of the ISR, or no one.
+	clean election = iota
+	// unclean: failing that, any live replica, which then is the whole
+	// ISR (unclean.leader.election.enable).
+	unclean
+	// anyLive: the first live replica, in the ISR or not, the ISR kept as
+	// it is — defect.ElectionIgnoresISR, planted for the self-test.
+	anyLive
+)
+
 // fence returns p after broker id is fenced: it leaves the ISR unless it is
 // the last member, and if it led, a live ISR member takes over — or, with
 // unclean elections, any live replica, which then is the whole ISR. The
 // second result reports whether anything changed.
-func fence(p metadata.Partition, id int32, live func(int32) bool, unclean bool) (metadata.Partition, bool) {
+func fence(p metadata.Partition, id int32, live func(int32) bool, rule election) (metadata.Partition, bool) {
 	if !p.IsReplica(id) {
 		return p, false
 	}
@@ -23,7 +37,7 @@ func fence(p metadata.Partition, id int32, live func(int32) bool, unclean bool) 
 	}
 	if q.Leader == id {
 		q.Leader = metadata.NoLeader
-		electLeader(&q, live, unclean)
+		electLeader(&q, live, rule)
 		q.LeaderEpoch++
 	}
 	if slices.Equal(q.ISR, p.ISR) && q.Leader == p.Leader {
@@ -36,12 +50,12 @@ func fence(p metadata.Partition, id int32, live func(int32) bool, unclean bool) 
 // unfence returns p after broker id comes back: an offline partition whose
 // ISR holds id (or, with unclean elections, any offline partition it is a
 // replica of) gets it as leader.
-func unfence(p metadata.Partition, id int32, live func(int32) bool, unclean bool) (metadata.Partition, bool) {
+func unfence(p metadata.Partition, id int32, live func(int32) bool, rule election) (metadata.Partition, bool) {
 	if p.Leader != metadata.NoLeader || !p.IsReplica(id) {
 		return p, false
 	}
 	q := p.Clone()
-	electLeader(&q, live, unclean)
+	electLeader(&q, live, rule)
 	if q.Leader == metadata.NoLeader {
 		return p, false
 	}
@@ -51,15 +65,16 @@ func unfence(p metadata.Partition, id int32, live func(int32) bool, unclean bool
 }
 
 // electLeader picks the first live ISR member in replica order; failing
-// that, with unclean set, the first live replica, which becomes the ISR.
-func electLeader(p *metadata.Partition, live func(int32) bool, unclean bool) {
+// that, under the unclean rule, the first live replica, which becomes the
+// ISR.
+func electLeader(p *metadata.Partition, live func(int32) bool, rule election) {
 	for _, r := range p.Replicas {
-		if p.InISR(r) && live(r) {
+		if (p.InISR(r) || rule == anyLive) && live(r) {
 			p.Leader = r
 			return
 		}
 	}
-	if !unclean {
+	if rule != unclean {
 		return
 	}
 	for _, r := range p.Replicas {

@@ -23,7 +23,7 @@ func liveExcept(dead ...int32) func(int32) bool {
 }
 
 func TestFencedLeaderIsReplacedByTheFirstLiveInSyncReplica(t *testing.T) {
-	q, changed := fence(part(0, 0, 1, 2), 0, liveExcept(0), false)
+	q, changed := fence(part(0, 0, 1, 2), 0, liveExcept(0), clean)
 	require.True(t, changed)
 	require.Equal(t, int32(1), q.Leader)
 	require.Equal(t, []int32{1, 2}, q.ISR)
@@ -32,31 +32,31 @@ func TestFencedLeaderIsReplacedByTheFirstLiveInSyncReplica(t *testing.T) {
 }
 
 func TestLastInSyncReplicaStaysInTheISRAndTheCleanElectionWaits(t *testing.T) {
-	q, changed := fence(part(0, 0), 0, liveExcept(0), false)
+	q, changed := fence(part(0, 0), 0, liveExcept(0), clean)
 	require.True(t, changed)
 	require.Equal(t, metadata.NoLeader, q.Leader, "no live ISR member: offline")
 	require.Equal(t, []int32{0}, q.ISR, "the ISR never empties")
 
-	back, changed := unfence(q, 0, liveExcept(), false)
+	back, changed := unfence(q, 0, liveExcept(), clean)
 	require.True(t, changed)
 	require.Equal(t, int32(0), back.Leader)
-	_, changed = unfence(q, 1, liveExcept(0), false)
+	_, changed = unfence(q, 1, liveExcept(0), clean)
 	require.False(t, changed, "an out-of-sync replica is not elected without unclean election")
 }
 
 func TestUncleanElectionPicksALiveReplicaOutsideTheISR(t *testing.T) {
-	q, _ := fence(part(0, 0), 0, liveExcept(0), true)
+	q, _ := fence(part(0, 0), 0, liveExcept(0), unclean)
 	require.Equal(t, int32(1), q.Leader)
 	require.Equal(t, []int32{1}, q.ISR)
 }
 
 func TestFencingAFollowerOnlyShrinksTheISR(t *testing.T) {
-	q, changed := fence(part(0, 0, 1, 2), 2, liveExcept(2), false)
+	q, changed := fence(part(0, 0, 1, 2), 2, liveExcept(2), clean)
 	require.True(t, changed)
 	require.Equal(t, int32(0), q.Leader)
 	require.Equal(t, int32(0), q.LeaderEpoch, "the leader did not change")
 	require.Equal(t, []int32{0, 1}, q.ISR)
-	_, changed = fence(q, 2, liveExcept(2), false)
+	_, changed = fence(q, 2, liveExcept(2), clean)
 	require.False(t, changed)
 }
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kafkasim/kafkasim/broker/defect"
 	"github.com/kafkasim/kafkasim/broker/record"
 	"github.com/kafkasim/kafkasim/env"
 )
@@ -34,6 +35,9 @@ type Config struct {
 	// it, as Kafka does since 2.5 (KIP-360); false refuses it with
 	// ErrUnknownProducerID, the older behaviour.
 	KIP360ProducerIDRecovery bool
+	// Defects are bugs planted for the checkers' self-test (package
+	// defect); the log plants the producer-state ones.
+	Defects defect.Set
 }
 
 func (c Config) validate() error {
@@ -519,7 +523,8 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendResult, e
 		return AppendResult{}, err
 	}
 	if b.HasProducerID() {
-		dup, isDup, err := l.producers.validate(b, validation{kip360: l.cfg.KIP360ProducerIDRecovery})
+		dup, isDup, err := l.producers.validate(b, validation{kip360: l.cfg.KIP360ProducerIDRecovery,
+			gapsAccepted: l.cfg.Defects.Has(defect.SequenceGapAccepted), retriesAppended: l.cfg.Defects.Has(defect.RetriedBatchAppendedAgain)})
 		if err != nil {
 			return AppendResult{}, fmt.Errorf("log %s: %w", l.name, err)
 		}

@@ -98,6 +98,8 @@ func (s *producerState) firstUnstableOffset() (int64, bool) {
 // originLeader selects the checks of a leader append from a client.
 type validation struct {
 	kip360 bool
+	// The planted defects (package defect) of this check.
+	gapsAccepted, retriesAppended bool
 }
 
 // validate is ProducerAppendInfo's check of a client's data batch on the
@@ -107,7 +109,7 @@ func (s *producerState) validate(b record.Batch, v validation) (dup batchMeta, i
 	pid, epoch := b.ProducerID(), b.ProducerEpoch()
 	firstSeq, lastSeq := b.BaseSequence(), b.LastSequence()
 	e := s.producers[pid]
-	if e != nil && e.epoch == epoch {
+	if e != nil && e.epoch == epoch && !v.retriesAppended {
 		if m, ok := e.findDuplicate(firstSeq, lastSeq); ok {
 			return m, true, nil
 		}
@@ -128,7 +130,8 @@ func (s *producerState) validate(b record.Batch, v validation) (dup batchMeta, i
 				return batchMeta{}, false, fmt.Errorf("no state for producer %d writing at sequence %d: %w", pid, firstSeq, ErrUnknownProducerID)
 			}
 		}
-	} else if last := e.lastSeq(); !inSequence(last, firstSeq) {
+	} else if last := e.lastSeq(); !inSequence(last, firstSeq) &&
+		!(v.gapsAccepted && firstSeq > last) && !(v.retriesAppended && firstSeq <= last) {
 		return batchMeta{}, false, fmt.Errorf("producer %d epoch %d: sequence %d after %d: %w", pid, epoch, firstSeq, last, ErrOutOfOrderSequence)
 	}
 	if e != nil && e.txnFirstOffset >= 0 && !b.IsTransactional() {

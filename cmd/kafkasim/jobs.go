@@ -4,13 +4,16 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/kafkasim/kafkasim/broker/defect"
 	"github.com/kafkasim/kafkasim/scenarios"
 )
 
 // job is one (scenario, seed) run.
 type job struct {
-	s    scenarios.Scenario
-	seed uint64
+	s       scenarios.Scenario
+	seed    uint64
+	defects defect.Set // planted bugs (selftest only)
+	index   int        // the job's place in its caller's order
 }
 
 type outcome struct {
@@ -37,7 +40,7 @@ func runJobs(next func() (job, bool), parallel int, done func(outcome)) {
 		go func() {
 			defer wg.Done()
 			for j := range in {
-				r, err := scenarios.Run(j.s, scenarios.RunOptions{Seed: j.seed})
+				r, err := scenarios.Run(j.s, scenarios.RunOptions{Seed: j.seed, Defects: j.defects})
 				out <- outcome{job: j, r: r, err: err}
 			}
 		}()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/kafkasim/kafkasim/broker/defect"
 	"github.com/kafkasim/kafkasim/faults"
 	"github.com/kafkasim/kafkasim/history"
 	"github.com/kafkasim/kafkasim/probe"
@@ -23,12 +24,13 @@ const (
 
 // scenarioCommands are the commands over the guarantee matrix.
 var scenarioCommands = map[string]func(args []string, stdout, stderr io.Writer) int{
-	"list":   runList,
-	"run":    runRun,
-	"matrix": runMatrix,
-	"sweep":  runSweep,
-	"shrink": runShrink,
-	"check":  runCheck,
+	"list":     runList,
+	"run":      runRun,
+	"matrix":   runMatrix,
+	"sweep":    runSweep,
+	"shrink":   runShrink,
+	"check":    runCheck,
+	"selftest": runSelfTest,
 }
 
 const scenarioUsage = `  list    the built-in scenarios: name, claimed guarantee, description
@@ -40,8 +42,11 @@ const scenarioUsage = `  list    the built-in scenarios: name, claimed guarantee
           many seeds of one scenario, spread over shards
   shrink --scenario S --seed N [--out F]
           the smallest fault schedule and workload that still fail, saved for run --faults
-  check FILE [--expect G]
+  check FILE [--expect G] [--order O]
           re-check a saved history (from run --history or real mode)
+  selftest [--seeds N] [--defects D,...] [--json] [--parallel P]
+          plant each of a catalogue of realistic broker bugs and require the claims
+          to catch it within N seeds: the checkers' own test
 `
 
 // badInput reports bad input in one line and returns exit code 2.
@@ -165,6 +170,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	htmlFile := fs.String("html", "", "write the visualization of a non-linearizable partition here")
 	historyFile := fs.String("history", "", "write the history here as JSON lines (for kafkasim check)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
+	defectName := fs.String("defect", "", "plant this broker bug (kafkasim selftest lists them)")
 	if err := fs.Parse(args); err != nil {
 		return exitBadInput
 	}
@@ -173,6 +179,13 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		return badInput(stderr, "%v", err)
 	}
 	opts := scenarios.RunOptions{Seed: *seed, Messages: *messages, HTML: *htmlFile}
+	if *defectName != "" {
+		d, err := defect.Parse(*defectName)
+		if err != nil {
+			return badInput(stderr, "%v", err)
+		}
+		opts.Defects = defect.Of(d)
+	}
 	if *faultsFile != "" {
 		sched, err := loadSchedule(*faultsFile)
 		if err != nil {
