@@ -606,14 +606,17 @@ var features = []feature{
 		return e
 	}},
 	{"delay-txn-request-on-trigger", ClassNetwork, func(g *generator, c chooser) episode {
-		// A processor's next EndTxn, or its next produce to an output
-		// partition, held back past its request timeout, so the client
-		// retries and the late one arrives after its transaction ended:
-		// the late EndTxn of KIP-890 part 2, the late produce of part 1.
+		// A processor's next EndTxns (one to three: a slow link), or now
+		// and then its next produces to an output partition, held back
+		// 1.2-2 s — past a request timeout of a second, so the client
+		// retries, and the late one lands as the next transaction gets
+		// going: the late EndTxn of KIP-890 part 2, which commits that
+		// transaction early (the more productive window, hence seven in
+		// eight), the late produce of part 1.
 		id := pick(c, g.o.TransactionalIDs)
-		a := Action{Kind: KindDelayFrame, Frame: "EndTxn", Target: Probed(), Peer: TxnCoordinator(id), By: ticks(c, 15, 50), Count: 1,
+		a := Action{Kind: KindDelayFrame, Frame: "EndTxn", Target: Probed(), Peer: TxnCoordinator(id), By: ticks(c, 12, 20), Count: 1 + c.intn(3),
 			When: probe.TransactionAwaitingCommit, On: id}
-		if len(g.o.Partitions) > 0 && c.intn(4) == 3 {
+		if len(g.o.Partitions) > 0 && c.intn(8) == 7 {
 			tp := pick(c, g.o.Partitions)
 			a.Frame, a.Peer, a.Count = "Produce", Leader(tp.Topic, tp.Partition), 1+c.intn(2)
 		}
