@@ -79,6 +79,7 @@ func (b *Broker) produce(r *rpc.Request, req *kmsg.ProduceRequest, refused map[m
 		if !d.wake() {
 			for _, pa := range d.pending {
 				pa.p.waiters = append(pa.p.waiters, d)
+				b.e.Probe(probe.ProduceAwaitingReplication, pa.p.tp.String())
 			}
 			d.timer = b.e.AfterFunc(time.Duration(req.TimeoutMillis)*time.Millisecond, d.timeout)
 		}

@@ -360,7 +360,7 @@ func isTruncation(t Trigger) bool {
 // loss at the instant after an acknowledgment, before anything is synced.
 var aims = map[string][]string{
 	"crash-on-trigger": {probe.TransactionAwaitingCommit, probe.CommittedBeforeProcessing, probe.ProcessedBeforeCommit,
-		probe.TransactionPrepared, probe.OffsetCommitAwaitingReplication, probe.LeaderElected},
+		probe.TransactionPrepared, probe.OffsetCommitAwaitingReplication, probe.ProduceAwaitingReplication, probe.LeaderElected},
 	"reset-on-trigger":                               {probe.ProduceAnswered},
 	"partition-on-trigger":                           {probe.OffsetCommitAwaitingReplication, probe.ProduceAnswered, probe.ProduceAcknowledgedBeforeReplication},
 	"isolate-on-trigger":                             {probe.ProduceAcknowledgedBeforeReplication, probe.TransactionAwaitingCommit, probe.OffsetCommitAwaitingReplication, probe.LeaderElected},

@@ -52,6 +52,10 @@ const (
 	// FollowerFetchOutOfSync: a leader served a fetch from a replica outside
 	// the ISR that is behind the high watermark (catching up).
 	FollowerFetchOutOfSync = "follower-fetch-out-of-sync"
+	// ProduceAwaitingReplication: a leader appended an acks=all produce
+	// and waits for its followers to fetch it: fail it over now and the
+	// producer retries what a new leader may already hold.
+	ProduceAwaitingReplication = "produce-awaiting-replication"
 	// ProduceAnswered: a leader answered a produce with records written
 	// (acks=1 once appended, acks=all once committed): lose the answer and
 	// the producer retries what is already in the log.
@@ -153,6 +157,7 @@ var Catalogue = []Info{
 	{UncleanElection, "controller", "a replica outside the ISR was elected leader"},
 	{ProduceAcknowledgedBeforeReplication, "broker", "a produce was answered before every follower fetched it (acks=1)"},
 	{FollowerFetchOutOfSync, "broker", "a leader served an out-of-sync follower still behind the high watermark"},
+	{ProduceAwaitingReplication, "broker", "a leader appended an acks=all produce and waits for its followers"},
 	{ProduceAnswered, "broker", "a leader answered a produce with records written"},
 	{DuplicateSequenceDropped, "broker", "a retried batch was answered with its original offsets"},
 	{OutOfOrderSequenceRefused, "broker", "a batch with a sequence gap was refused"},

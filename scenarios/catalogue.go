@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/kafkasim/kafkasim/checkers"
 	"github.com/kafkasim/kafkasim/probe"
@@ -134,8 +135,8 @@ var (
 		s.Workload.Kind, s.Faults, s.Expect = ProduceOnly, "crash,network", checkers.AtLeastOnce
 		s.Probes = []string{probe.LeaderFailover, probe.FollowerTruncatedByEpoch}
 	})
-	acksAllIdempotent = scenario("acks-all-idempotent", "acks=all + enable.idempotence: each message in the log exactly once within a producer session", func(s *Scenario) {
-		s.Workload.Kind, s.Faults, s.Expect, s.Order = ProduceOnly, "crash,network", checkers.ExactlyOnce, checkers.PartitionOrder
+	acksAllIdempotent = scenario("acks-all-idempotent", "acks=all + enable.idempotence: each message in the log exactly once, in order (not under network faults: see acks-all-idempotent-zombie-leader)", func(s *Scenario) {
+		s.Workload.Kind, s.Faults, s.Expect, s.Order = ProduceOnly, "crash", checkers.ExactlyOnce, checkers.PartitionOrder
 		s.Probes = []string{probe.LeaderFailover, probe.DuplicateSequenceDropped}
 	})
 	acksAllFsync = scenario("acks-all-fsync-correlated-power", "acks=all with log.flush.interval.messages=1 survives every replica losing power", func(s *Scenario) {
@@ -170,6 +171,14 @@ var catalogue = slices.Concat(
 	each(acks0, in("power", powerLoss...), in("correlated-power", powerLoss...), in("disk", rot...), in("clock", failover...), in("all", failover...)),
 	each(acksAllRetries, in("power", powerLoss...), in("clock", failover...)),
 	each(acksAllIdempotent, in("power", powerLoss...), in("clock", failover...)),
+	[]Scenario{
+		// Under network faults the idempotent producer keeps nothing
+		// acknowledged from being lost, not duplicates out.
+		scenario("acks-all-idempotent@network", "acks=all + enable.idempotence under network faults: nothing acknowledged lost; a zombie leader can make the producer write a message twice (see acks-all-idempotent-zombie-leader)", func(s *Scenario) {
+			s.Workload.Kind, s.Faults, s.Expect = ProduceOnly, "network", checkers.AtLeastOnce
+			s.Probes = []string{probe.LeaderFailover}
+		}),
+	},
 	// Every append is synced: a power loss drops nothing, so it reaches no
 	// power-loss-dropped-unsynced.
 	each(acksAllFsync, in("power", failover...), in("clock", failover...)),
@@ -198,6 +207,19 @@ var catalogue = slices.Concat(
 		scenario("acks-all-retries-reorders", "twin of acks-all-idempotent: retries without idempotence and max.in.flight.requests.per.connection 5 — a batch that failed is retried behind the ones sent after it, so the producer's messages land out of order", func(s *Scenario) {
 			s.Producer.EnableIdempotence = false
 			s.Workload.Kind, s.Faults, s.Expect, s.RefutesOrder = ProduceOnly, "network", checkers.AtLeastOnce, checkers.PartitionOrder
+		}),
+		scenario("acks-all-idempotent-zombie-leader", "twin of acks-all-idempotent under network faults, a window Kafka has (KAFKA-14034; librdkafka#4953): a leader cut off with the producer keeps appending its batches (a KRaft broker does not fence itself, and answers Metadata from its stale image); a restarted producer's first batches land there, a later one on the real leader, which takes a producer it has no state for at any sequence (KIP-360), and whose answer is lost; the first batches, retried there, are out of order; the producer bumps its epoch and rewrites every in-flight batch's sequence (TransactionManager.bumpIdempotentProducerEpoch), so the one already written lands twice. Found at seed 6454 of a 10,000-seed run; the schedule is its shrunk one", func(s *Scenario) {
+			s.Workload.Kind = ProduceOnly
+			s.FaultsSchedule = strings.Join([]string{
+				"+1s when produce-answered on input/0 within 600ms: reset the probed node",
+				"+1.6s when produce-answered on input/0 within 1s: partition [the probed node, producer-0]",
+				"+12.9s heal",
+				"+13.8s restart a client",
+				"+13.8s partition [leader of input/0, the controller, producer-0]",
+				"+21.5s heal",
+				"+24.8s when produce-answered on input/0 within 2s: reset the probed node",
+			}, "\n")
+			s.Faults, s.Expect, s.Refutes = "network", checkers.None, checkers.ExactlyOnce
 		}),
 		scenario("acks-all-kip101-off", "acks=all with kip101.leader.epoch.truncation=false: a new follower cuts its log to its high watermark instead of asking the leader's epochs (the pre-KIP-101 rule), so after successive leader failures replicas diverge below the high watermark and committed records are lost", func(s *Scenario) {
 			s.Cluster.KIP101LeaderEpochTruncation = false

@@ -18,6 +18,12 @@ import (
 // judges is the brokers, and it only reads.
 const readerNode = "reader"
 
+// The reader's fetch.max.wait.ms and fetch.min.bytes.
+const (
+	readerFetchMaxWait  = 150 * time.Millisecond
+	readerFetchMinBytes = 4096
+)
+
 // readerApp polls every partition of the output topic (the input topic of
 // a produce-only workload) from offset 0 with the downstream consumers'
 // isolation.level until the workload stops, recording each poll.
@@ -56,8 +62,10 @@ func (a *readerApp) Start(e env.Env) {
 	if wl.s.Workload.Kind == ConsumeTransformProduce && wl.isolation() != client.ReadCommitted {
 		o.IsolationLevel, a.iso = client.ReadUncommitted, history.ReadUncommitted
 	}
-	o.FetchMaxWait = time.Duration(wl.s.Consumer.FetchMaxWaitMs) * time.Millisecond
-	o.FetchMinBytes = int32(wl.s.Consumer.FetchMinBytes)
+	// Polls in batches, a few a second, as a downstream application
+	// would: each fetch response is still judged whole (its LSO, its
+	// records), and the history stays small.
+	o.FetchMaxWait, o.FetchMinBytes = readerFetchMaxWait, readerFetchMinBytes
 	c, err := client.NewConsumer(e, a.rt.Router, o)
 	if err != nil {
 		panic(fmt.Sprintf("scenario %q: reader options: %v", wl.s.Name, err))

@@ -17,7 +17,7 @@ import (
 // (the ISR agree below the high watermark, a leader holds what any leader
 // committed), so a sample need not wait for a quiet point; sampling often
 // sees a divergence that the cluster repairs, or hides, before the end.
-const replicaSampleEvery = time.Second
+const replicaSampleEvery = 2 * time.Second
 
 // sampleReplicas reads every replica each replicaSampleEvery until the
 // workload ends. Reading is an onlooker's (sim/disk Peek): it counts no
@@ -26,7 +26,7 @@ const replicaSampleEvery = time.Second
 func (c *cluster) sampleReplicas(rec *history.Recorder, until env.Time) {
 	var next func()
 	next = func() {
-		if err := c.readReplicas(rec); err != nil {
+		if err := c.readReplicas(rec, log.ScanDump); err != nil {
 			c.w.Trace().Note("replica sample: " + err.Error())
 		}
 		if at := c.w.Now().Add(replicaSampleEvery); at.Before(until) {
@@ -40,7 +40,7 @@ func (c *cluster) sampleReplicas(rec *history.Recorder, until env.Time) {
 // (internal topics too) as its broker's disk holds it now, read as a tool
 // reads a log, with its own high watermark and what the controller says of
 // it: the checkers' replica agreement works from these.
-func (c *cluster) readReplicas(rec *history.Recorder) error {
+func (c *cluster) readReplicas(rec *history.Recorder, read func(log.Files, string, int32) (log.Dump, error)) error {
 	img := c.image()
 	if img == nil {
 		return nil
@@ -53,7 +53,7 @@ func (c *cluster) readReplicas(rec *history.Recorder) error {
 					continue
 				}
 				name := c.brokers[id]
-				dump, err := log.ReadDump(c.w.Node(name).Disk().Onlooker(), p.Topic, p.Partition)
+				dump, err := read(c.w.Node(name).Disk().Onlooker(), p.Topic, p.Partition)
 				if err != nil {
 					return fmt.Errorf("reading %v on %s: %w", p.TopicPartition, name, err)
 				}
@@ -67,6 +67,7 @@ func (c *cluster) readReplicas(rec *history.Recorder) error {
 						rep.Leader = p.Leader == id && s.Role == "leader"
 					}
 				}
+				rep.Batches = make([]history.ReplicaBatch, 0, len(dump.Batches))
 				for _, b := range dump.Batches {
 					rep.Batches = append(rep.Batches, history.ReplicaBatch{Base: b.BaseOffset, Last: b.LastOffset, Epoch: b.LeaderEpoch, CRC: b.CRC,
 						Producer: b.ProducerID, ProducerEpoch: b.ProducerEpoch, Sequence: b.BaseSequence, Control: b.Control})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kafkasim/kafkasim/broker/defect"
+	"github.com/kafkasim/kafkasim/broker/log"
 	"github.com/kafkasim/kafkasim/checkers"
 	"github.com/kafkasim/kafkasim/env"
 	"github.com/kafkasim/kafkasim/faults"
@@ -189,7 +190,7 @@ func Run(s Scenario, o RunOptions) (*Result, error) {
 	if err := wl.finalReads(); err != nil {
 		return res.panicked(c, err)
 	}
-	if err := c.readReplicas(rec); err != nil {
+	if err := c.readReplicas(rec, log.ReadDump); err != nil {
 		return nil, fmt.Errorf("scenario %q seed %d: %w", s.Name, o.Seed, err)
 	}
 	c.measure()

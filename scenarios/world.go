@@ -233,7 +233,8 @@ func (c *cluster) triggers() []faults.Trigger {
 		// makes the producer retry (without idempotence: a duplicate). Then
 		// the rest: acknowledged before the followers fetched it (acks=1),
 		// an ISR change in flight, a new leader, a follower that cut its
-		// log (by whichever rule).
+		// log (by whichever rule), an acks=all produce waiting on the
+		// followers (a crash now leaves its fate to the next leader).
 		var first []string
 		cl, pr := c.s.Cluster, c.s.Producer
 		if cl.UncleanLeaderElectionEnable {
@@ -246,7 +247,7 @@ func (c *cluster) triggers() []faults.Trigger {
 			first = append(first, probe.ProduceAnswered)
 		}
 		rest := []string{probe.ProduceAcknowledgedBeforeReplication, probe.ProduceAnswered, probe.FollowerFetchOutOfSync,
-			probe.ISRExpansionPending, probe.LeaderElected, probe.FollowerTruncated}
+			probe.ISRExpansionPending, probe.LeaderElected, probe.FollowerTruncated, probe.ProduceAwaitingReplication}
 		logs(inputTopic, slices.Compact(append(first, slices.DeleteFunc(rest, func(n string) bool { return slices.Contains(first, n) })...))...)
 	case ConsumeProcessSink:
 		// Between a consumer's commit and its processing, or the reverse:

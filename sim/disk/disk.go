@@ -105,13 +105,15 @@ func (d *Disk) ReadAt(name string, p []byte, off int64) (int, error) {
 
 // Peek returns what a file holds now, as ReadFile would, but as an
 // onlooker: it counts no read and meets no injected read failure, so a
-// harness can look at a running node's disk without changing the run.
+// harness can look at a running node's disk without changing the run. The
+// bytes are the disk's own, not a copy: read them, never change them, and
+// do not keep them past the next write.
 func (d *Disk) Peek(name string) ([]byte, error) {
 	f, err := d.get(name)
 	if err != nil {
 		return nil, err
 	}
-	return append([]byte(nil), f.data...), nil
+	return f.data, nil
 }
 
 // Onlooker is d as a read-only view that changes nothing: List, and Peek
