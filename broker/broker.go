@@ -7,6 +7,7 @@ import (
 
 	"github.com/kafkasim/kafkasim/broker/config"
 	"github.com/kafkasim/kafkasim/broker/metadata"
+	"github.com/kafkasim/kafkasim/broker/replica"
 	"github.com/kafkasim/kafkasim/broker/rpc"
 	"github.com/kafkasim/kafkasim/broker/wire"
 	"github.com/kafkasim/kafkasim/env"
@@ -92,7 +93,7 @@ func (b *Broker) Stop() {
 	for _, p := range b.sortedPartitions() {
 		if p.log != nil {
 			_ = p.log.Flush()
-			_ = p.log.CheckpointHighWatermark(p.hw)
+			_ = p.log.CheckpointHighWatermark(p.highWatermark())
 		}
 	}
 }
@@ -197,22 +198,22 @@ func (b *Broker) applyPartition(ps metadata.Partition) error {
 			return err
 		}
 	}
-	cur := p.state
-	newer := ps.LeaderEpoch > cur.LeaderEpoch || (ps.LeaderEpoch == cur.LeaderEpoch && ps.PartitionEpoch > cur.PartitionEpoch) || p.role == roleNone
+	cur := p.r.Assignment()
+	newer := ps.LeaderEpoch > cur.LeaderEpoch || (ps.LeaderEpoch == cur.LeaderEpoch && ps.PartitionEpoch > cur.PartitionEpoch) || p.r.Role() == replica.None
 	if !newer {
 		return nil
 	}
 	switch {
-	case ps.Leader == b.opts.ID && (p.role != roleLeader || ps.LeaderEpoch > cur.LeaderEpoch):
+	case ps.Leader == b.opts.ID && (!p.leading() || ps.LeaderEpoch > cur.LeaderEpoch):
 		return p.becomeLeader(ps)
 	case ps.Leader == b.opts.ID:
-		p.updateISR(ps)
+		return p.updateISR(ps)
 	case ps.Leader == metadata.NoLeader:
-		p.becomeOffline(ps)
-	case p.role != roleFollower || ps.LeaderEpoch > cur.LeaderEpoch || ps.Leader != cur.Leader:
+		return p.becomeOffline(ps)
+	case !p.following() || ps.LeaderEpoch > cur.LeaderEpoch || ps.Leader != cur.Leader:
 		return p.becomeFollower(ps)
 	default:
-		p.state = ps.Clone()
+		p.r.Assign(assignment(ps))
 	}
 	return nil
 }
@@ -255,8 +256,8 @@ func (b *Broker) haltOnStorageError(reason string) {
 // every replica.high.watermark.checkpoint.interval.ms.
 func (b *Broker) checkpointTick() {
 	for _, p := range b.sortedPartitions() {
-		if p.log != nil && p.hw != p.log.HighWatermarkCheckpoint() {
-			if err := p.log.CheckpointHighWatermark(p.hw); err != nil {
+		if p.log != nil && p.highWatermark() != p.log.HighWatermarkCheckpoint() {
+			if err := p.log.CheckpointHighWatermark(p.highWatermark()); err != nil {
 				b.haltOnStorageError(fmt.Sprintf("checkpoint %v: %v", p.tp, err))
 				return
 			}
@@ -278,7 +279,7 @@ func (b *Broker) Partition(tp metadata.TopicPartition) (PartitionState, bool) {
 // Leads reports whether this broker leads tp right now.
 func (b *Broker) Leads(tp metadata.TopicPartition) bool {
 	p := b.partitions[tp]
-	return p != nil && p.role == roleLeader
+	return p != nil && p.leading()
 }
 
 // Image is the broker's metadata view.

@@ -100,7 +100,7 @@ func (c *coordinator) metadataChanged() {
 	b := c.b
 	for _, part := range slices.Sorted(maps.Keys(c.loaded)) {
 		p := b.partitions[metadata.TopicPartition{Topic: metadata.OffsetsTopic, Partition: part}]
-		if p == nil || p.role != roleLeader || p.state.LeaderEpoch != c.loaded[part] {
+		if p == nil || !p.leading() || p.epoch() != c.loaded[part] {
 			delete(c.loaded, part)
 			for _, id := range slices.Sorted(maps.Keys(c.groups)) {
 				if c.offsetsPartition(id).Partition == part {
@@ -112,17 +112,17 @@ func (c *coordinator) metadataChanged() {
 	}
 	for _, tp := range slices.SortedFunc(maps.Keys(b.partitions), metadata.TopicPartition.Compare) {
 		p := b.partitions[tp]
-		if tp.Topic != metadata.OffsetsTopic || p.role != roleLeader {
+		if tp.Topic != metadata.OffsetsTopic || !p.leading() {
 			continue
 		}
-		if epoch, ok := c.loaded[tp.Partition]; ok && epoch == p.state.LeaderEpoch {
+		if epoch, ok := c.loaded[tp.Partition]; ok && epoch == p.epoch() {
 			continue
 		}
 		if err := c.load(p); err != nil {
 			b.e.Halt(fmt.Sprintf("load %v: %v", tp, err))
 			return
 		}
-		c.loaded[tp.Partition] = p.state.LeaderEpoch
+		c.loaded[tp.Partition] = p.epoch()
 		c.resumeGroups(tp.Partition)
 	}
 	c.txn.metadataChanged()
@@ -146,7 +146,7 @@ func (c *coordinator) load(p *partition) error {
 	if err != nil {
 		return err
 	}
-	c.b.e.Log("offsets-loaded", "partition", p.tp.String(), "epoch", p.state.LeaderEpoch, "groups", len(c.groups))
+	c.b.e.Log("offsets-loaded", "partition", p.tp.String(), "epoch", p.epoch(), "groups", len(c.groups))
 	return nil
 }
 
@@ -342,10 +342,10 @@ func (c *coordinator) handleFindCoordinator(req *kmsg.FindCoordinatorRequest) *k
 func (c *coordinator) serving(groupID string) (*partition, int16) {
 	tp := c.offsetsPartition(groupID)
 	p := c.b.partitions[tp]
-	if p == nil || p.role != roleLeader {
+	if p == nil || !p.leading() {
 		return nil, kerr.NotCoordinator.Code
 	}
-	if epoch, ok := c.loaded[tp.Partition]; !ok || epoch != p.state.LeaderEpoch {
+	if epoch, ok := c.loaded[tp.Partition]; !ok || epoch != p.epoch() {
 		return nil, kerr.CoordinatorLoadInProgress.Code
 	}
 	return p, 0
@@ -450,7 +450,7 @@ func (c *coordinator) appendCommittedBatch(p *partition, h record.BatchHeader, r
 		done(-1, coordinatorCode(code))
 		return
 	}
-	if offsetsOf != "" && p.hw <= res.LastOffset {
+	if offsetsOf != "" && p.highWatermark() <= res.LastOffset {
 		b.e.Probe(probe.OffsetCommitAwaitingReplication, offsetsOf)
 	}
 	if (p.tp.Topic == metadata.TransactionTopic && b.cfg.Defects.Has(defect.TxnStateAdoptedBeforeReplication)) ||
@@ -465,7 +465,7 @@ func (c *coordinator) appendCommittedBatch(p *partition, h record.BatchHeader, r
 // required, with NOT_COORDINATOR if p loses its leadership first, or with
 // REQUEST_TIMED_OUT after internalAppendTimeout.
 func (c *coordinator) awaitCommitted(p *partition, required int64, done func(code int16)) {
-	w := &delayedAppend{p: p, epoch: p.state.LeaderEpoch, required: required, done: done}
+	w := &delayedAppend{p: p, epoch: p.epoch(), required: required, done: done}
 	if !w.wake() {
 		p.waiters = append(p.waiters, w)
 		w.timer = c.b.e.AfterFunc(internalAppendTimeout, func() {
@@ -506,9 +506,9 @@ func (d *delayedAppend) wake() bool {
 		return true
 	}
 	switch {
-	case d.p.role != roleLeader || d.p.state.LeaderEpoch != d.epoch || d.p.b.partitions[d.p.tp] != d.p:
+	case !d.p.leading() || d.p.epoch() != d.epoch || d.p.b.partitions[d.p.tp] != d.p:
 		d.finish(kerr.NotCoordinator.Code)
-	case d.p.hw >= d.required:
+	case d.p.highWatermark() >= d.required:
 		d.finish(0)
 	default:
 		return false

@@ -125,7 +125,7 @@ func (b *Broker) fetchPartition(pr *kmsg.FetchResponseTopicPartition, tp metadat
 		pr.ErrorCode = code
 		return 0
 	}
-	pr.HighWatermark = p.hw
+	pr.HighWatermark = p.highWatermark()
 	pr.LastStableOffset = p.lastStableOffset()
 	pr.LogStartOffset = p.log.LogStartOffset()
 	if b.cfg.FetchEpochValidation && rp.LastFetchedEpoch >= 0 {
@@ -139,7 +139,7 @@ func (b *Broker) fetchPartition(pr *kmsg.FetchResponseTopicPartition, tp metadat
 	}
 	limit := p.log.LogEndOffset()
 	if replica < 0 && !b.cfg.Defects.Has(defect.FetchServesPastHighWatermark) {
-		limit = p.hw
+		limit = p.highWatermark()
 		if isolation == 1 {
 			limit = pr.LastStableOffset
 		}
@@ -175,8 +175,9 @@ func (b *Broker) fetchPartition(pr *kmsg.FetchResponseTopicPartition, tp metadat
 	return len(data)
 }
 
-// recordFollowerFetch updates the leader's view of a follower from its
-// fetch offsets (which are its log end), then the ISR and high watermark.
+// recordFollowerFetch gives each partition's core a follower's fetch
+// offsets (which are its log end); the core updates the ISR and the high
+// watermark.
 func (b *Broker) recordFollowerFetch(replica int32, req *kmsg.FetchRequest) {
 	// On the wall clock, as Kafka's ReplicaManager takes fetchTimeMs from
 	// time.milliseconds(): a clock stepped forward drops followers from the
@@ -185,37 +186,14 @@ func (b *Broker) recordFollowerFetch(replica int32, req *kmsg.FetchRequest) {
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
 			p := b.partitions[metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}]
-			if p == nil || p.role != roleLeader {
+			if p == nil {
 				continue
 			}
-			if b.cfg.FetchEpochValidation && rp.CurrentLeaderEpoch >= 0 && rp.CurrentLeaderEpoch != p.state.LeaderEpoch {
-				continue
+			p.r.FollowerFetched(replica, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.FetchOffset, now, b.brokerEpoch >= 0)
+			if err := p.apply(); err != nil {
+				b.e.Halt(err.Error())
+				return
 			}
-			f := p.followers[replica]
-			if f == nil {
-				continue // not a replica of this partition
-			}
-			if b.cfg.FetchEpochValidation && rp.LastFetchedEpoch >= 0 {
-				if epoch, end := p.log.EndOffsetForEpoch(rp.LastFetchedEpoch); epoch < rp.LastFetchedEpoch || end < rp.FetchOffset {
-					continue // diverged: its offset says nothing about our log
-				}
-			}
-			leo := p.log.LogEndOffset()
-			fetchOffset := min(rp.FetchOffset, leo)
-			if !p.state.InISR(replica) && fetchOffset < p.hw {
-				b.e.Probe(probe.FollowerFetchOutOfSync, p.tp.String())
-			}
-			switch {
-			case fetchOffset >= leo:
-				f.lastCaughtUp = max(f.lastCaughtUp, now)
-			case fetchOffset >= f.lastFetchLeaderLogEnd:
-				f.lastCaughtUp = max(f.lastCaughtUp, f.lastFetch)
-			}
-			f.logEnd = fetchOffset
-			f.lastFetchLeaderLogEnd = leo
-			f.lastFetch = now
-			p.maybeExpandISR(replica)
-			p.maybeAdvanceHighWatermark()
 		}
 	}
 }

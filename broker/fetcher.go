@@ -5,7 +5,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/kafkasim/kafkasim/broker/defect"
 	"github.com/kafkasim/kafkasim/broker/log"
 	"github.com/kafkasim/kafkasim/broker/metadata"
 	"github.com/kafkasim/kafkasim/env"
@@ -32,12 +31,12 @@ type fetchState struct {
 }
 
 func (b *Broker) startFetching(p *partition) {
-	f := b.fetchers[p.state.Leader]
+	f := b.fetchers[p.leader()]
 	if f == nil {
-		f = &fetcher{b: b, leader: p.state.Leader, parts: map[metadata.TopicPartition]*fetchState{}}
-		b.fetchers[p.state.Leader] = f
+		f = &fetcher{b: b, leader: p.leader(), parts: map[metadata.TopicPartition]*fetchState{}}
+		b.fetchers[p.leader()] = f
 	}
-	f.parts[p.tp] = &fetchState{p: p, epoch: p.state.LeaderEpoch}
+	f.parts[p.tp] = &fetchState{p: p, epoch: p.epoch()}
 	f.kick()
 }
 
@@ -50,7 +49,7 @@ func (b *Broker) stopFetching(tp metadata.TopicPartition) {
 // live reports whether s still describes what its partition should do.
 func (s *fetchState) live(f *fetcher) bool {
 	p := s.p
-	return p.b.partitions[p.tp] == p && p.role == roleFollower && p.state.Leader == f.leader && p.state.LeaderEpoch == s.epoch && f.parts[p.tp] == s
+	return p.b.partitions[p.tp] == p && p.following() && p.leader() == f.leader && p.epoch() == s.epoch && f.parts[p.tp] == s
 }
 
 // kick sends the next request unless one is in flight or waiting.
@@ -73,7 +72,7 @@ func (f *fetcher) kick() {
 			if wake == 0 || s.delay < wake {
 				wake = s.delay
 			}
-		case s.p.truncatePending:
+		case s.p.r.TruncatePending():
 			truncate = append(truncate, s)
 		default:
 			fetch = append(fetch, s)
@@ -115,7 +114,7 @@ func (f *fetcher) sendOffsetForLeaderEpoch(states []*fetchState) {
 		epoch := s.p.log.LatestEpoch()
 		if epoch < 0 {
 			// An empty epoch cache: nothing of ours to reconcile.
-			s.p.truncatePending = false
+			s.p.r.SkipTruncation()
 			continue
 		}
 		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
@@ -160,33 +159,14 @@ func (f *fetcher) sendOffsetForLeaderEpoch(states []*fetchState) {
 				f.backoff(s)
 				continue
 			}
-			if err := f.truncateByEpoch(s.p, a.LeaderEpoch, a.EndOffset); err != nil {
+			s.p.r.EpochAnswered(a.LeaderEpoch, a.EndOffset)
+			if err := s.p.apply(); err != nil {
 				b.e.Halt(err.Error())
 				return
 			}
-			s.p.truncatePending = false
 		}
 		f.kick()
 	})
-}
-
-// truncateByEpoch applies a leader's answer (epoch, end) about where our
-// logs agree: if the leader's epoch is ours, cut to its end offset; if it
-// is older, cut to the smaller of its end and ours for that epoch. An
-// undefined answer falls back to the high watermark.
-func (f *fetcher) truncateByEpoch(p *partition, epoch int32, end int64) error {
-	if epoch < 0 || end < 0 || f.b.cfg.Defects.Has(defect.FollowerTruncatesToHighWatermark) {
-		_, err := p.truncateTo(p.hw, probe.FollowerTruncatedToHighWatermark, "leader has no epoch at or below ours: to high watermark")
-		return err
-	}
-	target := end
-	if ours, ourEnd := p.log.EndOffsetForEpoch(epoch); ours == epoch {
-		target = min(target, ourEnd)
-	} else {
-		target = min(target, p.hw)
-	}
-	_, err := p.truncateTo(min(target, p.log.LogEndOffset()), probe.FollowerTruncatedByEpoch, "leader epoch")
-	return err
 }
 
 func (f *fetcher) sendFetch(states []*fetchState) {
@@ -246,11 +226,8 @@ func (f *fetcher) handlePartition(s *fetchState, rp kmsg.FetchResponseTopicParti
 	case rp.ErrorCode == kerr.OffsetOutOfRange.Code:
 		// Our log runs past the leader's: without epochs this is how a
 		// follower learns it must cut (the old, lossy path).
-		if rp.HighWatermark >= 0 && p.log.LogEndOffset() > rp.HighWatermark {
-			if _, err := p.truncateTo(rp.HighWatermark, probe.FollowerTruncatedToHighWatermark, "offset out of range at leader"); err != nil {
-				return err
-			}
-			return nil
+		if p.r.OffsetOutOfRange(rp.HighWatermark) {
+			return p.apply()
 		}
 		f.backoff(s)
 		return nil
@@ -258,7 +235,8 @@ func (f *fetcher) handlePartition(s *fetchState, rp kmsg.FetchResponseTopicParti
 		f.backoff(s)
 		return nil
 	case rp.DivergingEpoch.Epoch >= 0:
-		return f.truncateByEpoch(p, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
+		p.r.Diverged(rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
+		return p.apply()
 	}
 	if len(rp.RecordBatches) > 0 {
 		if _, err := p.log.AppendAsFollower(rp.RecordBatches); err != nil {
@@ -273,12 +251,8 @@ func (f *fetcher) handlePartition(s *fetchState, rp kmsg.FetchResponseTopicParti
 			return nil
 		}
 	}
-	hw := min(rp.HighWatermark, p.log.LogEndOffset())
-	if hw != p.hw && hw >= 0 {
-		p.hw = hw
-		p.wakeWaiters()
-	}
-	return nil
+	p.r.LeaderHighWatermark(rp.HighWatermark)
+	return p.apply()
 }
 
 func isStorageError(err error) bool { return errorIs(err, log.ErrKafkaStorage) }

@@ -131,13 +131,13 @@ func (b *Broker) leading(tp metadata.TopicPartition, currentEpoch int32) (*parti
 	switch {
 	case b.image.Topics[tp.Topic] == nil:
 		return nil, kerr.UnknownTopicOrPartition.Code
-	case p == nil || p.role != roleLeader:
+	case p == nil || !p.leading():
 		return nil, kerr.NotLeaderForPartition.Code
 	case !b.cfg.FetchEpochValidation || currentEpoch < 0:
 		return p, 0
-	case currentEpoch < p.state.LeaderEpoch:
+	case currentEpoch < p.epoch():
 		return nil, kerr.FencedLeaderEpoch.Code
-	case currentEpoch > p.state.LeaderEpoch:
+	case currentEpoch > p.epoch():
 		return nil, kerr.UnknownLeaderEpoch.Code
 	}
 	return p, 0
@@ -165,13 +165,13 @@ func (b *Broker) handleListOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffse
 				case req.IsolationLevel == 1:
 					pr.Offset = p.lastStableOffset()
 				default:
-					pr.Offset = p.hw
+					pr.Offset = p.highWatermark()
 				}
 			default:
 				pr.ErrorCode = kerr.InvalidRequest.Code // lookups by timestamp are not modelled
 			}
 			if pr.ErrorCode == 0 {
-				pr.LeaderEpoch = p.state.LeaderEpoch
+				pr.LeaderEpoch = p.epoch()
 				pr.OldStyleOffsets = []int64{pr.Offset}
 			}
 			tr.Partitions = append(tr.Partitions, pr)

@@ -51,7 +51,7 @@ func (b *Broker) produce(r *rpc.Request, req *kmsg.ProduceRequest, refused map[m
 			unfetched := b.partitions[tp] != nil && b.partitions[tp].followerWithoutFetch()
 			res, code := b.appendAsLeader(tp, rp.Records, req.Acks)
 			pr.ErrorCode = code
-			if p := b.partitions[tp]; p != nil && code == 0 && req.Acks == 1 && p.hw <= res.LastOffset && unfetched {
+			if p := b.partitions[tp]; p != nil && code == 0 && req.Acks == 1 && p.highWatermark() <= res.LastOffset && unfetched {
 				// Answered while a follower has no fetch here to carry
 				// the records: until it asks again, they are on this
 				// replica alone.
@@ -62,7 +62,7 @@ func (b *Broker) produce(r *rpc.Request, req *kmsg.ProduceRequest, refused map[m
 			if p := b.partitions[tp]; p != nil && code == 0 {
 				pr.LogStartOffset = p.log.LogStartOffset()
 				if req.Acks == -1 {
-					d.pending = append(d.pending, pendingAppend{p: p, epoch: p.state.LeaderEpoch, required: res.LastOffset + 1, topic: len(resp.Topics), part: len(tr.Partitions)})
+					d.pending = append(d.pending, pendingAppend{p: p, epoch: p.epoch(), required: res.LastOffset + 1, topic: len(resp.Topics), part: len(tr.Partitions)})
 				}
 			}
 			tr.Partitions = append(tr.Partitions, pr)
@@ -93,13 +93,13 @@ func (b *Broker) appendAsLeader(tp metadata.TopicPartition, records []byte, acks
 	switch {
 	case b.image.Topics[tp.Topic] == nil:
 		return log.AppendResult{FirstOffset: -1}, kerr.UnknownTopicOrPartition.Code
-	case p == nil || p.role != roleLeader:
+	case p == nil || !p.leading():
 		return log.AppendResult{FirstOffset: -1}, kerr.NotLeaderForPartition.Code
-	case acks == -1 && len(p.state.ISR) < b.minInsync(tp):
+	case acks == -1 && len(p.isr()) < b.minInsync(tp):
 		// Refused before append: a definite failure.
 		return log.AppendResult{FirstOffset: -1}, kerr.NotEnoughReplicas.Code
 	}
-	res, err := p.log.AppendAsLeader(records, p.state.LeaderEpoch)
+	res, err := p.log.AppendAsLeader(records, p.epoch())
 	if err != nil {
 		switch {
 		case errors.Is(err, log.ErrKafkaStorage):
@@ -115,7 +115,7 @@ func (b *Broker) appendAsLeader(tp metadata.TopicPartition, records []byte, acks
 	if res.Duplicate {
 		b.e.Probe(probe.DuplicateSequenceDropped, tp.String())
 	} else {
-		p.maybeAdvanceHighWatermark() // a leader alone in its ISR commits at once
+		p.appended() // a leader alone in its ISR commits at once
 		p.wakeWaiters()
 	}
 	return res, 0
@@ -170,11 +170,11 @@ func (d *delayedProduce) wake() bool {
 		}
 		pr := &d.resp.Topics[pa.topic].Partitions[pa.part]
 		switch {
-		case pa.p.role != roleLeader || pa.p.state.LeaderEpoch != pa.epoch || pa.p.b.partitions[pa.p.tp] != pa.p:
+		case !pa.p.leading() || pa.p.epoch() != pa.epoch || pa.p.b.partitions[pa.p.tp] != pa.p:
 			pr.ErrorCode = kerr.NotLeaderForPartition.Code
 			pa.done = true
-		case pa.p.hw >= pa.required:
-			if len(pa.p.state.ISR) < d.b.minInsync(pa.p.tp) {
+		case pa.p.highWatermark() >= pa.required:
+			if len(pa.p.isr()) < d.b.minInsync(pa.p.tp) {
 				// Committed, but by fewer replicas than promised.
 				pr.ErrorCode = kerr.NotEnoughReplicasAfterAppend.Code
 			}
@@ -231,10 +231,10 @@ func (b *Broker) answerProduce(r *rpc.Request, resp *kmsg.ProduceResponse) {
 // fetch parked on this leader: records appended now reach it only when it
 // asks again.
 func (p *partition) followerWithoutFetch() bool {
-	if p.role != roleLeader {
+	if !p.leading() {
 		return false
 	}
-	for _, r := range p.state.ISR {
+	for _, r := range p.isr() {
 		if r == p.b.opts.ID {
 			continue
 		}

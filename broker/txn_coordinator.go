@@ -49,8 +49,6 @@ type txnCoordinator struct {
 	// that replicates it.
 	markerPeers map[int32]*rpc.Client
 	verifyPeers map[int32]*rpc.Client
-
-	lsoFloor map[metadata.TopicPartition]lsoMark // last stable offsets seen, per leader epoch
 }
 
 // txnMeta is one transactional id at its coordinator.
@@ -86,7 +84,7 @@ const (
 
 func newTxnCoordinator(c *coordinator) *txnCoordinator {
 	tc := &txnCoordinator{b: c.b, c: c, loaded: map[int32]int32{}, txns: map[string]*txnMeta{}, guards: map[txnGuardKey]uint64{},
-		markerPeers: map[int32]*rpc.Client{}, verifyPeers: map[int32]*rpc.Client{}, lsoFloor: map[metadata.TopicPartition]lsoMark{}}
+		markerPeers: map[int32]*rpc.Client{}, verifyPeers: map[int32]*rpc.Client{}}
 	c.b.e.AfterFunc(txnTimeoutCheckInterval, tc.abortTimedOut)
 	return tc
 }
@@ -118,10 +116,10 @@ func (tc *txnCoordinator) partitionFor(id string) metadata.TopicPartition {
 func (tc *txnCoordinator) serving(id string) (*partition, int16) {
 	tp := tc.partitionFor(id)
 	p := tc.b.partitions[tp]
-	if p == nil || p.role != roleLeader {
+	if p == nil || !p.leading() {
 		return nil, kerr.NotCoordinator.Code
 	}
-	if epoch, ok := tc.loaded[tp.Partition]; !ok || epoch != p.state.LeaderEpoch {
+	if epoch, ok := tc.loaded[tp.Partition]; !ok || epoch != p.epoch() {
 		return nil, kerr.CoordinatorLoadInProgress.Code
 	}
 	return p, 0
@@ -137,7 +135,7 @@ func (tc *txnCoordinator) metadataChanged() {
 	b := tc.b
 	for _, part := range slices.Sorted(maps.Keys(tc.loaded)) {
 		p := b.partitions[metadata.TopicPartition{Topic: metadata.TransactionTopic, Partition: part}]
-		if p == nil || p.role != roleLeader || p.state.LeaderEpoch != tc.loaded[part] {
+		if p == nil || !p.leading() || p.epoch() != tc.loaded[part] {
 			delete(tc.loaded, part)
 			for _, id := range slices.Sorted(maps.Keys(tc.txns)) {
 				if tc.partitionFor(id).Partition == part {
@@ -152,17 +150,17 @@ func (tc *txnCoordinator) metadataChanged() {
 	}
 	for _, tp := range slices.SortedFunc(maps.Keys(b.partitions), metadata.TopicPartition.Compare) {
 		p := b.partitions[tp]
-		if tp.Topic != metadata.TransactionTopic || p.role != roleLeader {
+		if tp.Topic != metadata.TransactionTopic || !p.leading() {
 			continue
 		}
-		if epoch, ok := tc.loaded[tp.Partition]; ok && epoch == p.state.LeaderEpoch {
+		if epoch, ok := tc.loaded[tp.Partition]; ok && epoch == p.epoch() {
 			continue
 		}
 		if err := tc.load(p); err != nil {
 			b.e.Halt(fmt.Sprintf("load %v: %v", tp, err))
 			return
 		}
-		tc.loaded[tp.Partition] = p.state.LeaderEpoch
+		tc.loaded[tp.Partition] = p.epoch()
 		// Finish what the previous coordinator decided: a Prepare* state
 		// is a decision whose markers may not all have been written.
 		for _, id := range slices.Sorted(maps.Keys(tc.txns)) {
@@ -198,13 +196,13 @@ func (tc *txnCoordinator) load(p *partition) error {
 			tc.b.e.Log("txn-bad-record", "partition", p.tp.String(), "id", id)
 			return
 		}
-		tc.txns[id] = &txnMeta{id: id, txnRecord: rec, pending: txnNone, coordinatorEpoch: p.state.LeaderEpoch}
+		tc.txns[id] = &txnMeta{id: id, txnRecord: rec, pending: txnNone, coordinatorEpoch: p.epoch()}
 		n++
 	}, nil)
 	if err != nil {
 		return err
 	}
-	tc.b.e.Log("txn-loaded", "partition", p.tp.String(), "epoch", p.state.LeaderEpoch, "records", n)
+	tc.b.e.Log("txn-loaded", "partition", p.tp.String(), "epoch", p.epoch(), "records", n)
 	return nil
 }
 

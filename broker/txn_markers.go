@@ -79,12 +79,12 @@ func (j *markerJob) send() {
 		j.complete()
 		return
 	}
-	if p, code := j.tc.serving(j.t.id); code == 0 && p.hw < j.t.stateEnd {
+	if p, code := j.tc.serving(j.t.id); code == 0 && p.highWatermark() < j.t.stateEnd {
 		// The decision must be durable before any partition hears it:
 		// a marker for a Prepare* record a failover could still lose
 		// tears the transaction.
 		panic(invariantf("transaction %q: markers for %v sent before its record (offset %d) committed: %v's high watermark is %d",
-			j.t.id, j.t.State, j.t.stateEnd-1, p.tp, p.hw))
+			j.t.id, j.t.State, j.t.stateEnd-1, p.tp, p.highWatermark()))
 	}
 	b := j.tc.b
 	byLeader := map[int32][]metadata.TopicPartition{}
@@ -299,9 +299,9 @@ func (tc *txnCoordinator) appendMarker(tp metadata.TopicPartition, m kmsg.WriteT
 	switch {
 	case b.image.Topics[tp.Topic] == nil:
 		return nil, 0, kerr.UnknownTopicOrPartition.Code
-	case p == nil || p.role != roleLeader:
+	case p == nil || !p.leading():
 		return nil, 0, kerr.NotLeaderForPartition.Code
-	case len(p.state.ISR) < b.minInsync(tp):
+	case len(p.isr()) < b.minInsync(tp):
 		return nil, 0, kerr.NotEnoughReplicas.Code
 	case m.ProducerID < 0 || m.ProducerEpoch < 0:
 		return nil, 0, kerr.InvalidRequest.Code // only a coordinator sends markers, and never these
@@ -310,7 +310,7 @@ func (tc *txnCoordinator) appendMarker(tp metadata.TopicPartition, m kmsg.WriteT
 	if m.Committed {
 		marker.Type = record.ControlCommit
 	}
-	res, err := p.log.AppendMarker(m.ProducerID, m.ProducerEpoch, marker, p.state.LeaderEpoch, b.e.WallClock().UnixMilli())
+	res, err := p.log.AppendMarker(m.ProducerID, m.ProducerEpoch, marker, p.epoch(), b.e.WallClock().UnixMilli())
 	if err != nil {
 		if errorIs(err, log.ErrKafkaStorage) {
 			b.haltOnStorageError(fmt.Sprintf("append marker to %v: %v", tp, err))
@@ -322,45 +322,14 @@ func (tc *txnCoordinator) appendMarker(tp metadata.TopicPartition, m kmsg.WriteT
 	// The transaction is over here: a verification still in flight for
 	// it must not let its batch start a new one (KIP-890's guard).
 	delete(tc.guards, txnGuardKey{tp, m.ProducerID})
-	p.maybeAdvanceHighWatermark()
+	p.appended()
 	p.wakeWaiters()
-	if msg := tc.lastStableOffsetViolation(p); msg != "" {
-		panic(msg)
-	}
 	return p, res.LastOffset + 1, 0
-}
-
-// lastStableOffsetViolation names what is wrong if p's last stable offset
-// passes its high watermark, or moves back while p leads in one epoch
-// (else it records the LSO as the floor for the epoch, and is ""):
-// read_committed consumers read below it, so it must never expose what is
-// not committed, nor withdraw what it exposed.
-func (tc *txnCoordinator) lastStableOffsetViolation(p *partition) string {
-	if p.log == nil || p.role != roleLeader {
-		return ""
-	}
-	lso := p.lastStableOffset()
-	if lso > p.hw {
-		return invariantf("%v: last stable offset %d past high watermark %d", p.tp, lso, p.hw)
-	}
-	floor, ok := tc.lsoFloor[p.tp]
-	if ok && floor.epoch == p.state.LeaderEpoch && lso < floor.lso {
-		return invariantf("%v: last stable offset moved back from %d to %d in leader epoch %d", p.tp, floor.lso, lso, floor.epoch)
-	}
-	if mark := (lsoMark{epoch: p.state.LeaderEpoch, lso: lso}); !ok || mark != floor {
-		tc.lsoFloor[p.tp] = mark
-	}
-	return ""
-}
-
-type lsoMark struct {
-	epoch int32
-	lso   int64
 }
 
 // checkInvariants asserts the transaction side's invariants after every
 // step: a completed transaction holds no partitions and an open one holds
-// some; every partition this broker leads keeps its LSO in bounds.
+// some. (Each partition's LSO is the replica core's invariant.)
 func (tc *txnCoordinator) checkInvariants() {
 	checkEach(tc.txns, cmp.Compare[string], func(id string, t *txnMeta) string {
 		if t.State.completed() && len(t.Partitions) > 0 {
@@ -373,8 +342,5 @@ func (tc *txnCoordinator) checkInvariants() {
 			return invariantf("transaction %q: pending %v from %v", id, t.pending, t.State)
 		}
 		return ""
-	})
-	checkEach(tc.b.partitions, metadata.TopicPartition.Compare, func(_ metadata.TopicPartition, p *partition) string {
-		return tc.lastStableOffsetViolation(p)
 	})
 }

@@ -90,7 +90,7 @@ func (tc *txnCoordinator) verify(id string, vs []txnVerification, done func(code
 	b := tc.b
 	var asked []txnVerification
 	for _, v := range vs {
-		if p := b.partitions[v.tp]; p != nil && p.role == roleLeader {
+		if p := b.partitions[v.tp]; p != nil && p.leading() {
 			if s, ok := p.log.Producer(v.pid); ok && s.TxnFirstOffset >= 0 && s.ProducerEpoch == v.epoch {
 				continue
 			}
