@@ -465,7 +465,7 @@ func (c *coordinator) appendCommittedBatch(p *partition, h record.BatchHeader, r
 // required, with NOT_COORDINATOR if p loses its leadership first, or with
 // REQUEST_TIMED_OUT after internalAppendTimeout.
 func (c *coordinator) awaitCommitted(p *partition, required int64, done func(code int16)) {
-	w := &delayedAppend{p: p, epoch: p.epoch(), required: required, done: done}
+	w := &delayedAppend{hwWait: waitFor(p, required), done: done}
 	if !w.wake() {
 		p.waiters = append(p.waiters, w)
 		w.timer = c.b.e.AfterFunc(internalAppendTimeout, func() {
@@ -492,10 +492,10 @@ func coordinatorCode(code int16) int16 {
 	return code
 }
 
+// delayedAppend is a coordinator's write to its internal partition
+// waiting to commit.
 type delayedAppend struct {
-	p        *partition
-	epoch    int32
-	required int64
+	hwWait
 	done     func(int16)
 	timer    env.TimerID
 	finished bool
@@ -505,10 +505,10 @@ func (d *delayedAppend) wake() bool {
 	if d.finished {
 		return true
 	}
-	switch {
-	case !d.p.leading() || d.p.epoch() != d.epoch || d.p.b.partitions[d.p.tp] != d.p:
+	switch d.state() {
+	case hwDeposed:
 		d.finish(kerr.NotCoordinator.Code)
-	case d.p.highWatermark() >= d.required:
+	case hwReached:
 		d.finish(0)
 	default:
 		return false

@@ -62,7 +62,7 @@ func (b *Broker) produce(r *rpc.Request, req *kmsg.ProduceRequest, refused map[m
 			if p := b.partitions[tp]; p != nil && code == 0 {
 				pr.LogStartOffset = p.log.LogStartOffset()
 				if req.Acks == -1 {
-					d.pending = append(d.pending, pendingAppend{p: p, epoch: p.epoch(), required: res.LastOffset + 1, topic: len(resp.Topics), part: len(tr.Partitions)})
+					d.pending = append(d.pending, pendingAppend{hwWait: waitFor(p, res.LastOffset+1), topic: len(resp.Topics), part: len(tr.Partitions)})
 				}
 			}
 			tr.Partitions = append(tr.Partitions, pr)
@@ -136,11 +136,10 @@ func errorCode(err error) int16 {
 	return kerr.UnknownServerError.Code
 }
 
+// pendingAppend is one partition's batch of an acks=all produce.
 type pendingAppend struct {
-	p           *partition
-	epoch       int32
-	required    int64 // the high watermark that commits the batch
-	topic, part int   // where its answer goes in the response
+	hwWait
+	topic, part int // where its answer goes in the response
 	done        bool
 }
 
@@ -169,11 +168,11 @@ func (d *delayedProduce) wake() bool {
 			continue
 		}
 		pr := &d.resp.Topics[pa.topic].Partitions[pa.part]
-		switch {
-		case !pa.p.leading() || pa.p.epoch() != pa.epoch || pa.p.b.partitions[pa.p.tp] != pa.p:
+		switch pa.state() {
+		case hwDeposed:
 			pr.ErrorCode = kerr.NotLeaderForPartition.Code
 			pa.done = true
-		case pa.p.highWatermark() >= pa.required:
+		case hwReached:
 			if len(pa.p.isr()) < d.b.minInsync(pa.p.tp) {
 				// Committed, but by fewer replicas than promised.
 				pr.ErrorCode = kerr.NotEnoughReplicasAfterAppend.Code
