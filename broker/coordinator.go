@@ -389,7 +389,7 @@ func (c *coordinator) handleOffsetCommit(r *rpc.Request, req *kmsg.OffsetCommitR
 	for _, tp := range tps {
 		g.pendingCommits[tp]++
 	}
-	c.appendCommittedBatch(p, record.NewHeader(), recs, req.Group, func(base int64, code int16) {
+	c.appendReplicatedBatch(p, record.NewHeader(), recs, req.Group, func(base int64, code int16) {
 		for i, tp := range tps {
 			if g.pendingCommits[tp]--; g.pendingCommits[tp] <= 0 {
 				delete(g.pendingCommits, tp)
@@ -425,19 +425,19 @@ func (ob *offsetBatch) add(topic string, partition int32, offset int64, leaderEp
 	ob.vals = append(ob.vals, o)
 }
 
-// appendCommitted appends records to an internal partition as leader and
-// calls done with 0 once they are committed (the high watermark passed
-// them), or with the error that stopped them.
-func (c *coordinator) appendCommitted(p *partition, recs []record.Record, done func(code int16)) {
-	c.appendCommittedBatch(p, record.NewHeader(), recs, "", func(_ int64, code int16) { done(code) })
+// appendReplicated appends records to an internal partition as leader and
+// calls done with 0 once the high watermark has passed them (every ISR
+// member holds them), or with the error that stopped them.
+func (c *coordinator) appendReplicated(p *partition, recs []record.Record, done func(code int16)) {
+	c.appendReplicatedBatch(p, record.NewHeader(), recs, "", func(_ int64, code int16) { done(code) })
 }
 
-// appendCommittedBatch is appendCommitted for a batch with header h (a
+// appendReplicatedBatch is appendReplicated for a batch with header h (a
 // transactional offset commit carries its producer's id, epoch and
 // sequence); done also gets the offset of the first record. An offset
 // commit names its group: the coordinator then hits
 // offset-commit-awaiting-replication while it waits.
-func (c *coordinator) appendCommittedBatch(p *partition, h record.BatchHeader, recs []record.Record, offsetsOf string, done func(base int64, code int16)) {
+func (c *coordinator) appendReplicatedBatch(p *partition, h record.BatchHeader, recs []record.Record, offsetsOf string, done func(base int64, code int16)) {
 	b := c.b
 	h.FirstTimestamp = b.e.WallClock().UnixMilli()
 	batch, err := record.Encode(h, recs)
@@ -458,13 +458,13 @@ func (c *coordinator) appendCommittedBatch(p *partition, h record.BatchHeader, r
 		done(res.FirstOffset, 0)
 		return
 	}
-	c.awaitCommitted(p, res.LastOffset+1, func(code int16) { done(res.FirstOffset, code) })
+	c.awaitReplicated(p, res.LastOffset+1, func(code int16) { done(res.FirstOffset, code) })
 }
 
-// awaitCommitted calls done with 0 once p's high watermark reaches
+// awaitReplicated calls done with 0 once p's high watermark reaches
 // required, with NOT_COORDINATOR if p loses its leadership first, or with
 // REQUEST_TIMED_OUT after internalAppendTimeout.
-func (c *coordinator) awaitCommitted(p *partition, required int64, done func(code int16)) {
+func (c *coordinator) awaitReplicated(p *partition, required int64, done func(code int16)) {
 	w := &delayedAppend{hwWait: waitFor(p, required), done: done}
 	if !w.wake() {
 		p.waiters = append(p.waiters, w)

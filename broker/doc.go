@@ -1,6 +1,6 @@
-// Package broker is the real code under test: a Kafka-style broker, the
-// controller, idempotent and transactional producers, consumers and
-// consumer groups, and an external sink store.
+// Package broker is the real code under test: a Kafka-style broker process
+// and, in subpackages, the controller, the clients and the external sink
+// store.
 //
 // Every process here is an env.Process: it reaches time, timers, the
 // network, the disk and randomness only through env.Env, so the same code
@@ -11,8 +11,43 @@
 // clients. broker never imports the simulator's world, faults, checkers or
 // scenarios.
 //
+// # Subsystems
+//
+// The broker holds, as Kafka's KafkaApis does, the replica manager and
+// the two coordinators side by side:
+//
+//   - Replicas: one partition per replica (partition.go), its log (package
+//     log) and its replication rules (package replica, a core without I/O
+//     whose effects partition.apply carries out); the leader's side of
+//     fetching (fetch.go), the follower's fetcher (fetcher.go), ISR
+//     proposals to the controller (isr.go), produce (produce.go), and the
+//     one wait of a parked write, until the high watermark passes it
+//     (hwwait.go).
+//   - The group coordinator (coordinator.go, group.go, group_offsets.go):
+//     groups, offset commits and fetches over __consumer_offsets.
+//   - The transaction coordinator (txn_coordinator.go, txn_state.go,
+//     txn_markers.go, txn_verify.go): transactional ids, their state in
+//     __transaction_state, markers, KIP-890's verification.
+//   - handlers.go dispatches each request to its subsystem and asserts
+//     every invariant after it (checkInvariants).
+//
+// # The path of a produce
+//
+// handleProduce checks the transactional batches with the transaction
+// coordinator (txn_verify.go, KIP-890 part 1), then produce appends each
+// partition's batch as leader (appendAsLeader: log.AppendAsLeader checks
+// sequences and epochs, the core hears Appended). acks=0 and 1 answer at
+// once; acks=all parks a delayedProduce with one hwWait per partition. A
+// follower's fetch (handleFetch → recordFollowerFetch) tells the core its
+// log end (FollowerFetched); the core advances the high watermark over the
+// maximal ISR and asks for a Wake, which rechecks the parked produce; once
+// every partition's wait is reached, deposed or timed out, the produce is
+// answered. The coordinators' own writes take the same path and the same
+// wait (appendReplicated).
+//
 // Subpackages: wire (Kafka framing), rpc (request transport), record
-// (RecordBatch v2), log (one partition replica's log on a disk), metadata
-// (the cluster image), config (the knobs), controller (the controller
-// process), client (producers and consumers), sink (the external store).
+// (RecordBatch v2), log (one replica's log on a disk), replica (the
+// replication rules), metadata (the cluster image), config (the knobs),
+// defect (bugs the self-test plants), controller (the controller process),
+// client (producers and consumers), sink (the external store).
 package broker

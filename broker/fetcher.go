@@ -57,8 +57,7 @@ func (f *fetcher) kick() {
 	if f.inflight || f.timer != 0 || len(f.parts) == 0 {
 		return
 	}
-	client, ok := f.b.peer(f.leader)
-	if !ok {
+	if _, ok := f.b.peer(f.leader); !ok {
 		f.retryIn(f.b.cfg.ReplicaFetchBackoff)
 		return
 	}
@@ -86,7 +85,6 @@ func (f *fetcher) kick() {
 	case wake != 0:
 		f.retryIn(wake.Sub(now))
 	}
-	_ = client
 }
 
 func (f *fetcher) retryIn(d time.Duration) {

@@ -170,7 +170,7 @@ func (c *coordinator) writeTxnOffsets(p *partition, req *kmsg.TxnOffsetCommitReq
 	if s, ok := p.log.Producer(req.ProducerID); ok && s.ProducerEpoch == req.ProducerEpoch && s.LastSequence != record.NoSequence {
 		h.BaseSequence = record.IncrementSequence(s.LastSequence, 1)
 	}
-	c.appendCommittedBatch(p, h, recs, req.Group, func(base int64, code int16) {
+	c.appendReplicatedBatch(p, h, recs, req.Group, func(base int64, code int16) {
 		if code == kerr.InvalidProducerEpoch.Code {
 			code = fencedCode(req.Version, 3)
 		}
@@ -381,7 +381,7 @@ func (c *coordinator) storeGroup(g *group, done func(code int16)) {
 		return
 	}
 	rec := record.Record{Key: encodeGroupKey(g.id), Value: encodeGroupValue(g, c.b.e.WallClock())}
-	c.appendCommitted(p, []record.Record{rec}, done)
+	c.appendReplicated(p, []record.Record{rec}, done)
 }
 
 // resumeGroups starts the session clocks of the members of the groups just

@@ -268,7 +268,7 @@ func (tc *txnCoordinator) persist(t *txnMeta, next txnRecord, done func(code int
 	next.Updated = tc.b.e.WallClock()
 	t.pending = next.State
 	rec := record.Record{Key: encodeTxnKey(t.id), Value: encodeTxnValue(next)}
-	tc.c.appendCommittedBatch(p, record.NewHeader(), []record.Record{rec}, "", func(base int64, code int16) {
+	tc.c.appendReplicatedBatch(p, record.NewHeader(), []record.Record{rec}, "", func(base int64, code int16) {
 		t.pending = txnNone
 		if code == 0 && !tc.current(t) {
 			code = kerr.NotCoordinator.Code

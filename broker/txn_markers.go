@@ -277,7 +277,7 @@ func (tc *txnCoordinator) writeMarkers(req *kmsg.WriteTxnMarkersRequest, done fu
 		}
 	}
 	for _, w := range waits {
-		tc.c.awaitCommitted(w.part, w.required, func(code int16) {
+		tc.c.awaitReplicated(w.part, w.required, func(code int16) {
 			if code == kerr.NotCoordinator.Code {
 				code = kerr.NotLeaderForPartition.Code
 			}

@@ -2,16 +2,15 @@ package broker
 
 import (
 	"errors"
-	"fmt"
+	"github.com/kafkasim/kafkasim/internal/invariant"
 )
 
 func errorIs(err, target error) bool { return errors.Is(err, target) }
 
-// invariantf is the message of a broken broker invariant. Call it only once
-// the invariant has failed — if !(cond) { panic(invariantf(...)) } — so a
-// check that holds formats, and boxes, nothing.
+// invariantf is the message of a broken broker invariant
+// (invariant.Message). Call it only once the invariant has failed.
 func invariantf(format string, args ...any) string {
-	return fmt.Sprintf("broker invariant: "+format, args...)
+	return invariant.Message("broker", format, args...)
 }
 
 // checkEach runs check on every entry of m, in map order, and panics with

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -248,7 +249,7 @@ func (a *consumerApp) rewind(recs []client.Record) {
 		}
 	}
 	var seek []history.PartitionOffset
-	for _, tp := range sortedTPs(first) {
+	for _, tp := range slices.SortedFunc(maps.Keys(first), metadata.TopicPartition.Compare) {
 		_ = a.c.Seek(tp, first[tp])
 		seek = append(seek, history.PartitionOffset{TP: htp(tp), Offset: first[tp]})
 	}
@@ -258,20 +259,11 @@ func (a *consumerApp) rewind(recs []client.Record) {
 	a.e.AfterFunc(retryBackoff, a.poll)
 }
 
-func sortedTPs[V any](m map[metadata.TopicPartition]V) []metadata.TopicPartition {
-	out := make([]metadata.TopicPartition, 0, len(m))
-	for tp := range m {
-		out = append(out, tp)
-	}
-	slices.SortFunc(out, func(x, y metadata.TopicPartition) int { return x.Compare(y) })
-	return out
-}
-
 func (a *consumerApp) commit(positions map[metadata.TopicPartition]int64, done func(ok bool)) {
 	wl := a.wl
 	offsets := map[client.TopicPartition]client.OffsetAndMetadata{}
 	var hos []history.PartitionOffset
-	for _, tp := range sortedTPs(positions) {
+	for _, tp := range slices.SortedFunc(maps.Keys(positions), metadata.TopicPartition.Compare) {
 		offsets[tp] = client.OffsetAndMetadata{Offset: positions[tp], LeaderEpoch: -1}
 		hos = append(hos, history.PartitionOffset{TP: htp(tp), Offset: positions[tp]})
 	}
@@ -285,7 +277,7 @@ func (a *consumerApp) commit(positions map[metadata.TopicPartition]int64, done f
 func (a *consumerApp) recordAutoCommit(offsets map[client.TopicPartition]client.OffsetAndMetadata, err error) {
 	wl := a.wl
 	var hos []history.PartitionOffset
-	for _, tp := range sortedTPs(offsets) {
+	for _, tp := range slices.SortedFunc(maps.Keys(offsets), metadata.TopicPartition.Compare) {
 		hos = append(hos, history.PartitionOffset{TP: htp(tp), Offset: offsets[tp].Offset})
 	}
 	now := wl.now()
@@ -311,7 +303,7 @@ func (a *consumerApp) writeOutputs(recs []client.Record, positions map[metadata.
 	}
 	var conds []sink.Condition
 	var hos []history.PartitionOffset
-	for _, tp := range sortedTPs(positions) {
+	for _, tp := range slices.SortedFunc(maps.Keys(positions), metadata.TopicPartition.Compare) {
 		k := offsetKey(tp)
 		puts = append(puts, sink.Put{Key: k, Value: []byte(strconv.FormatInt(positions[tp], 10))})
 		conds = append(conds, sink.IfVersion(k, a.versions[k]))
@@ -323,7 +315,7 @@ func (a *consumerApp) writeOutputs(recs []client.Record, positions map[metadata.
 		outcome := history.OK
 		switch {
 		case err == nil:
-			for _, tp := range sortedTPs(positions) {
+			for _, tp := range slices.SortedFunc(maps.Keys(positions), metadata.TopicPartition.Compare) {
 				a.versions[offsetKey(tp)] = r.Revision
 			}
 		case sink.Definite(err):

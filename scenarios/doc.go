@@ -15,6 +15,11 @@
 //     episodes of the scenario's fault class, some aimed by triggers at the
 //     windows the workload's probes mark), a hand-written faults.schedule,
 //     or run --faults. Every application operation goes into the history.
+//     A downstream reader follows the workload's output from offset 0 with
+//     the downstream isolation.level (reader.go), and every replica of
+//     every partition is read off its broker's disk every 2 s
+//     (replicas.go): read_committed and replication are judged while
+//     transactions are open and leaders change.
 //  3. Heal: every fault is lifted (faults.HealAll): the network mended,
 //     clocks back on world time, disk faults disarmed, every node resumed
 //     and started.
@@ -23,14 +28,17 @@
 //     transaction open — or the drain budget (30 s) is spent.
 //  5. Final reads: the admin node reads every partition the claim depends
 //     on from offset 0 to its end, as a consumer with the scenario's
-//     isolation.level would, waiting up to 10 s for the end to reach the
-//     last acknowledged offset (a new leader's high watermark lags), and
-//     the sink's contents. A read that cannot finish is recorded as far as
-//     it got, and the checkers report final-read-stuck.
+//     isolation.level would, waiting for the end to reach the last
+//     acknowledged offset (a new leader's high watermark lags), the
+//     pipeline group's committed offsets (OffsetFetch with require_stable),
+//     the sink's contents, and every replica once more, checksums and all.
+//     A read that cannot finish is recorded as far as it got, and the
+//     checkers report final-read-stuck.
 //  6. Checks: the history is judged (package checkers): linearizability of
 //     every partition log and committed-offset register, Kafka's anomalies,
-//     delivery. The verdict is about the claimed guarantee (or, for a
-//     twin, the one it refutes): holds, untested (it held, but the run
+//     delivery, replica agreement, and the order the scenario claims. The
+//     verdict is about the claimed guarantee and order (or, for a twin,
+//     what it refutes): holds, untested (it held, but the run
 //     missed a probe the claim names: little was at stake), or violated
 //     (safety, liveness, or a panic of the code under test).
 //

@@ -3,6 +3,8 @@ package scenarios
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/kafkasim/kafkasim/broker/client"
@@ -287,7 +289,7 @@ func (a *processorApp) endTxn(t *txnRun) {
 	}
 	positions := t.positions
 	offsets := map[client.TopicPartition]client.OffsetAndMetadata{}
-	for _, tp := range sortedTPs(positions) {
+	for _, tp := range slices.SortedFunc(maps.Keys(positions), metadata.TopicPartition.Compare) {
 		offsets[tp] = client.OffsetAndMetadata{Offset: positions[tp], LeaderEpoch: -1}
 		t.offsets = append(t.offsets, history.PartitionOffset{TP: htp(tp), Offset: positions[tp]})
 	}
@@ -423,7 +425,7 @@ func (a *processorApp) fetchCommitted(tps []client.TopicPartition, done func(map
 			return
 		}
 		var offs []history.PartitionOffset
-		for _, tp := range sortedTPs(tpSet(tps)) {
+		for _, tp := range slices.SortedFunc(maps.Keys(tpSet(tps)), metadata.TopicPartition.Compare) {
 			off := history.NoOffset
 			if o, ok := got[tp]; ok {
 				off = o.Offset

@@ -154,7 +154,7 @@ func (p *Producer) requestBump(q *partitionQueue, why string) {
 	if p.txn != nil {
 		// Only the coordinator moves a transactional producer's epoch:
 		// the transaction aborts, and the epoch is bumped then.
-		p.txn.needBump(why)
+		p.txn.requireEpochBump(why)
 		return
 	}
 	p.idem.bumpWanted = true

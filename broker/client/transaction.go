@@ -470,9 +470,9 @@ func (t *transactions) fatalError(op string, err error) {
 	t.p.setFatal(fmt.Errorf("%s: %w", op, err))
 }
 
-// needBump records that the epoch must move before the next transaction
+// requireEpochBump records that the epoch must move before the next transaction
 // (a sequence gap or an unknown producer): the transaction must abort.
-func (t *transactions) needBump(why string) {
+func (t *transactions) requireEpochBump(why string) {
 	t.bumpRequired = true
 	t.abortableError(errors.New(why))
 }
@@ -544,7 +544,7 @@ func (t *transactions) endTransaction(commit bool, done func(error)) {
 		p.wake()
 	}
 	afterEnd := func() {
-		if commit || !t.needsBump() {
+		if commit || !t.epochBumpDue() {
 			finish(nil)
 			return
 		}
@@ -626,10 +626,10 @@ func endTxnIndefinite(code int16) bool {
 	return true
 }
 
-// needsBump reports whether the epoch must move before the next
+// epochBumpDue reports whether the epoch must move before the next
 // transaction: a sequence gap, an unknown producer, or a batch whose fate
 // is unknown.
-func (t *transactions) needsBump() bool {
+func (t *transactions) epochBumpDue() bool {
 	if t.bumpRequired {
 		return true
 	}
@@ -730,7 +730,7 @@ func (t *transactions) addPartitionsCall() *txnCall {
 			return stepRetry
 		case kerr.UnknownProducerID.Code, kerr.InvalidProducerIDMapping.Code:
 			t.addQueued = false
-			t.needBump("AddPartitionsToTxn: " + codeErr(worst).Error())
+			t.requireEpochBump("AddPartitionsToTxn: " + codeErr(worst).Error())
 		case kerr.TopicAuthorizationFailed.Code:
 			t.addQueued = false
 			t.abortableError(codeErr(worst))

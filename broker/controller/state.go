@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"github.com/kafkasim/kafkasim/internal/invariant"
 	"io/fs"
 	"slices"
 
@@ -107,8 +108,9 @@ func (s *state) image() *metadata.Image {
 
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 
+// assert panics with the controller's broken invariant when cond is false.
 func assert(cond bool, format string, args ...any) {
 	if !cond {
-		panic(sprintf("controller invariant: "+format, args...))
+		invariant.Fail("controller", format, args...)
 	}
 }

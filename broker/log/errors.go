@@ -2,6 +2,7 @@ package log
 
 import (
 	"fmt"
+	"github.com/kafkasim/kafkasim/internal/invariant"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -66,6 +67,4 @@ func (e *CorruptionError) Unwrap() error { return ErrCorruptMessage }
 // not operating errors: the simulator turns the panic into a failure with
 // its seed. Callers guard it with an if, so that hot paths do not box the
 // arguments of an assertion that holds.
-func fail(format string, args ...any) {
-	panic("log invariant: " + fmt.Sprintf(format, args...))
-}
+func fail(format string, args ...any) { invariant.Fail("log", format, args...) }

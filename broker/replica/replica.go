@@ -2,6 +2,7 @@ package replica
 
 import (
 	"fmt"
+	"github.com/kafkasim/kafkasim/internal/invariant"
 	"slices"
 	"time"
 
@@ -484,7 +485,8 @@ func (r *Replica) probe(name string) {
 
 func (r *Replica) wake() { r.effects = append(r.effects, Effect{Kind: Wake}) }
 
-// invariantf is the message of a broken replication invariant.
+// invariantf is the message of a broken replication invariant: the
+// broker's own (invariant.Message).
 func invariantf(format string, args ...any) string {
-	return fmt.Sprintf("broker invariant: "+format, args...)
+	return invariant.Message("broker", format, args...)
 }

@@ -3,6 +3,7 @@ package sink
 import (
 	"errors"
 	"fmt"
+	"github.com/kafkasim/kafkasim/internal/invariant"
 )
 
 // Errors a call can end with, wrapped in a *CallError. Each is definite
@@ -84,6 +85,6 @@ func Definite(err error) bool { return err != nil && !Indefinite(err) }
 // with the seed.
 func assert(cond bool, format string, args ...any) {
 	if !cond {
-		panic("sink: invariant broken: " + fmt.Sprintf(format, args...))
+		invariant.Fail("sink", format, args...)
 	}
 }
