@@ -9,111 +9,10 @@ import (
 	"strings"
 
 	"github.com/kafkasim/kafkasim/broker/defect"
-	"github.com/kafkasim/kafkasim/faults"
 	"github.com/kafkasim/kafkasim/history"
 	"github.com/kafkasim/kafkasim/probe"
 	"github.com/kafkasim/kafkasim/scenarios"
 )
-
-// Exit codes, as DESIGN.md §8 fixes them.
-const (
-	exitOK        = 0
-	exitViolation = 1
-	exitBadInput  = 2
-)
-
-// scenarioCommands are the commands over the guarantee matrix.
-var scenarioCommands = map[string]func(args []string, stdout, stderr io.Writer) int{
-	"list":     runList,
-	"run":      runRun,
-	"matrix":   runMatrix,
-	"sweep":    runSweep,
-	"shrink":   runShrink,
-	"check":    runCheck,
-	"selftest": runSelfTest,
-}
-
-const scenarioUsage = `  list    the built-in scenarios: name, claimed guarantee, description
-  run --scenario S --seed N [--config F] [--faults F] [--messages M] [--trace F] [--html F] [--history F] [--json]
-          one run: verdict, trace hash, and on violation the command that replays it
-  matrix [--seeds N] [--json] [--parallel P]
-          every scenario over N seeds: expected versus observed, first failing seed
-  sweep --scenario S --seeds A-B [--shard I/N] [--json]
-          many seeds of one scenario, spread over shards
-  shrink --scenario S --seed N [--out F]
-          the smallest fault schedule and workload that still fail, saved for run --faults
-  check FILE [--expect G] [--order O]
-          re-check a saved history (from run --history or real mode)
-  selftest [--seeds N] [--defects D,...] [--json] [--parallel P]
-          plant each of a catalogue of realistic broker bugs and require the claims
-          to catch it within N seeds: the checkers' own test
-`
-
-// badInput reports bad input in one line and returns exit code 2.
-func badInput(stderr io.Writer, format string, args ...any) int {
-	fmt.Fprintf(stderr, "kafkasim: "+format+"\n", args...)
-	return exitBadInput
-}
-
-func runList(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("list", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	asJSON := fs.Bool("json", false, "one JSON object per scenario")
-	if err := fs.Parse(args); err != nil {
-		return exitBadInput
-	}
-	for _, s := range scenarios.List() {
-		if *asJSON {
-			b, _ := json.Marshal(s)
-			fmt.Fprintln(stdout, string(b))
-			continue
-		}
-		fmt.Fprintf(stdout, "%-40s %-24s %s\n", s.Name, s.Judged(), s.Description)
-	}
-	return exitOK
-}
-
-// scenarioFlags are --scenario and --config, accepted together wherever
-// a scenario is named.
-type scenarioFlags struct {
-	name, config *string
-}
-
-func addScenarioFlags(fs *flag.FlagSet) scenarioFlags {
-	return scenarioFlags{
-		name:   fs.String("scenario", "", "a built-in scenario (kafkasim list)"),
-		config: fs.String("config", "", "a scenario file (JSON with Kafka's configuration names)"),
-	}
-}
-
-func (f scenarioFlags) load() (scenarios.Scenario, error) {
-	switch {
-	case *f.config != "":
-		return scenarios.Load(*f.config)
-	case *f.name != "":
-		return scenarios.Lookup(*f.name)
-	}
-	return scenarios.Scenario{}, fmt.Errorf("--scenario or --config is required")
-}
-
-// repro is the command that replays a run.
-func repro(f scenarioFlags, seed uint64, faultsFile string, messages int) string {
-	var b strings.Builder
-	b.WriteString("kafkasim run")
-	if *f.config != "" {
-		fmt.Fprintf(&b, " --config %s", *f.config)
-	} else {
-		fmt.Fprintf(&b, " --scenario %s", *f.name)
-	}
-	fmt.Fprintf(&b, " --seed %d", seed)
-	if faultsFile != "" {
-		fmt.Fprintf(&b, " --faults %s", faultsFile)
-	}
-	if messages > 0 {
-		fmt.Fprintf(&b, " --messages %d", messages)
-	}
-	return b.String()
-}
 
 // runJSON is run --json's object.
 type runJSON struct {
@@ -134,13 +33,6 @@ type runJSON struct {
 	Power                scenarios.Power `json:"power"`
 	AcknowledgedFraction float64         `json:"acknowledged_fraction"`
 	Probes               probe.Counts    `json:"probes"`
-}
-
-func verdictWord(holds bool) string {
-	if holds {
-		return "holds"
-	}
-	return "violated"
 }
 
 func toJSON(r *scenarios.Result, reproLine string) runJSON {
@@ -257,19 +149,6 @@ func printRun(w io.Writer, r *scenarios.Result, reproLine string) {
 	if !r.Holds {
 		fmt.Fprintf(w, "repro: %s\n", reproLine)
 	}
-}
-
-func loadSchedule(path string) (faults.Schedule, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	s, err := faults.Load(f)
-	if err != nil {
-		return nil, fmt.Errorf("fault schedule %s: %w", path, err)
-	}
-	return s, nil
 }
 
 func writeHistory(path string, h history.History) error {

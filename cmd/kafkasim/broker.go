@@ -1,0 +1,61 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/kafkasim/kafkasim/broker"
+	"github.com/kafkasim/kafkasim/broker/config"
+	"github.com/kafkasim/kafkasim/broker/controller"
+	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/host"
+)
+
+const brokerUsage = `usage: kafkasim broker --id N [--listen ADDR] --data DIR [--controller ADDR] [cluster flags]
+
+Runs one broker on TCP until SIGTERM or SIGINT (a clean shutdown: logs
+flushed, high watermarks checkpointed; exit 0). After a crash (SIGKILL) it
+recovers from DIR. ADDR is also the address advertised to clients, so it must
+be one they can dial (not 0.0.0.0). Producers must not compress with snappy,
+lz4 or zstd: the broker speaks none and gzip.
+
+`
+
+func runBroker(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, brokerUsage); fs.PrintDefaults() }
+	id := fs.Int("id", -1, "broker id, 0 or more, unique in the cluster (required)")
+	listen := fs.String("listen", DefaultBrokerListen, "address to listen on and advertise to clients (port 0: any free port, printed on start)")
+	data := fs.String("data", "", "directory holding the broker's logs (required)")
+	ctl := fs.String("controller", DefaultControllerListen, "the controller's address")
+	clusterID := fs.String("cluster-id", DefaultClusterID, "cluster id reported to clients")
+	hwCheckpoint := 5 * time.Second
+	fs.Var(msFlag{&hwCheckpoint}, "replica.high.watermark.checkpoint.interval.ms", "how often high watermarks are written to disk")
+	cfg := config.Default()
+	clusterFlags(fs, &cfg)
+	if err := fs.Parse(args); err != nil {
+		return exitParse(err)
+	}
+	if code := checkCommon(fs, stderr, "broker", *data, cfg); code != 0 {
+		return code
+	}
+	switch {
+	case *id < 0 || *id >= int(controller.ID):
+		fmt.Fprintf(stderr, "kafkasim broker: --id %d: give a broker id from 0 to %d\n", *id, controller.ID-1)
+		return 2
+	case hwCheckpoint <= 0:
+		fmt.Fprintf(stderr, "kafkasim broker: replica.high.watermark.checkpoint.interval.ms must be positive\n")
+		return 2
+	}
+	if err := checkAdvertisable(*listen); err != nil {
+		fmt.Fprintf(stderr, "kafkasim broker: --listen %s: %v\n", *listen, err)
+		return 2
+	}
+	opts := broker.Options{ID: int32(*id), Controller: *ctl, ClusterID: *clusterID, Cluster: cfg,
+		HighWatermarkCheckpointInterval: hwCheckpoint}
+	return serveNode(stdout, stderr, fmt.Sprintf("broker %d", *id), host.Options{Listen: *listen, DataDir: *data},
+		func() env.Process { return broker.New(opts) })
+}
