@@ -45,8 +45,14 @@ type Broker struct {
 	peers      map[int32]*rpc.Client // connections to other brokers, by id
 	fetchers   map[int32]*fetcher    // replica fetchers, by leader id
 
-	producerIDs  producerIDBlock
-	coordinators *coordinator
+	producerIDs producerIDBlock
+	// The two coordinators, side by side as Kafka's KafkaApis holds them,
+	// and what they share (coordination.go).
+	groups                 *groupCoordinator
+	txns                   *txnCoordinator
+	creatingInternalTopics bool       // asked the controller for them
+	outbox                 []outgoing // answers held until the current event ends (respond)
+	flushing               bool
 }
 
 // New returns a broker process.
@@ -69,7 +75,9 @@ func (b *Broker) Start(e env.Env) {
 	b.partitions = map[metadata.TopicPartition]*partition{}
 	b.peers = map[int32]*rpc.Client{}
 	b.fetchers = map[int32]*fetcher{}
-	b.coordinators = newCoordinator(b)
+	b.groups = newGroupCoordinator(b)
+	b.txns = newTxnCoordinator(b)
+	b.creatingInternalTopics, b.outbox, b.flushing = false, nil, false
 	r := e.Rand()
 	for i := range b.incarnation {
 		b.incarnation[i] = byte(r.Uint64())
@@ -185,7 +193,9 @@ func (b *Broker) handleUpdateMetadata(req *kmsg.UpdateMetadataRequest) *kmsg.Upd
 		}
 	}
 	b.caughtUp = true
-	b.coordinators.metadataChanged()
+	if b.groups.metadataChanged() {
+		b.txns.metadataChanged()
+	}
 	return resp
 }
 

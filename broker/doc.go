@@ -23,11 +23,16 @@
 //     proposals to the controller (isr.go), produce (produce.go), and the
 //     one wait of a parked write, until the high watermark passes it
 //     (hwwait.go).
-//   - The group coordinator (coordinator.go, group.go, group_offsets.go):
-//     groups, offset commits and fetches over __consumer_offsets.
-//   - The transaction coordinator (txn_coordinator.go, txn_state.go,
-//     txn_markers.go, txn_verify.go): transactional ids, their state in
-//     __transaction_state, markers, KIP-890's verification.
+//   - The group coordinator (groupCoordinator: group_coordinator.go,
+//     group.go, group_offsets.go): groups, offset commits and fetches over
+//     __consumer_offsets.
+//   - The transaction coordinator (txnCoordinator: txn_coordinator.go,
+//     txn_state.go, txn_markers.go, txn_verify.go): transactional ids,
+//     their state in __transaction_state, markers, KIP-890's verification.
+//   - What both share (coordination.go): the internal topics,
+//     FindCoordinator, writes that wait for the high watermark, answers
+//     held to the end of the event; the internal topics' record formats
+//     (internal_records.go).
 //   - handlers.go dispatches each request to its subsystem and asserts
 //     every invariant after it (checkInvariants).
 //

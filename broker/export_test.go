@@ -4,7 +4,7 @@ package broker
 // coordinator, in memory, as if that many transactions had passed: the
 // way to reach epoch exhaustion in a test.
 func (b *Broker) SetProducerEpochForTest(id string, epoch int16) bool {
-	t := b.coordinators.txn.txns[id]
+	t := b.txns.txns[id]
 	if t == nil || t.pending != txnNone || !t.State.completed() {
 		return false
 	}

@@ -193,11 +193,11 @@ func (g *membership) selectProtocol() string {
 
 // live reports whether g is still this coordinator's group and m one of
 // its members (timers outlive both).
-func (c *coordinator) live(g *group, m *member) bool {
+func (c *groupCoordinator) live(g *group, m *member) bool {
 	return c.groups[g.id] == g && (m == nil || g.members[m.id] == m)
 }
 
-func (c *coordinator) newMemberID(clientID string) string {
+func (c *groupCoordinator) newMemberID(clientID string) string {
 	var u [16]byte
 	r := c.b.e.Rand()
 	for i := range u {
@@ -209,11 +209,11 @@ func (c *coordinator) newMemberID(clientID string) string {
 	return clientID + "-" + h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
-func (c *coordinator) handleJoinGroup(r *rpc.Request, req *kmsg.JoinGroupRequest) {
+func (c *groupCoordinator) handleJoinGroup(r *rpc.Request, req *kmsg.JoinGroupRequest) {
 	fail := func(code int16, memberID string) {
 		resp := kmsg.NewPtrJoinGroupResponse()
 		resp.ErrorCode, resp.Generation, resp.MemberID = code, -1, memberID
-		c.respond(r, resp)
+		c.b.respond(r, resp)
 	}
 	session := time.Duration(req.SessionTimeoutMillis) * time.Millisecond
 	rebalance := session
@@ -298,7 +298,7 @@ func (c *coordinator) handleJoinGroup(r *rpc.Request, req *kmsg.JoinGroupRequest
 	}
 }
 
-func (c *coordinator) expirePendingMember(g *group, id string) {
+func (c *groupCoordinator) expirePendingMember(g *group, id string) {
 	if !c.live(g, nil) {
 		return
 	}
@@ -310,7 +310,7 @@ func (c *coordinator) expirePendingMember(g *group, id string) {
 	c.maybeCompleteJoin(g)
 }
 
-func (c *coordinator) addMemberAndRebalance(g *group, id string, r *rpc.Request, req *kmsg.JoinGroupRequest, session, rebalance time.Duration) {
+func (c *groupCoordinator) addMemberAndRebalance(g *group, id string, r *rpc.Request, req *kmsg.JoinGroupRequest, session, rebalance time.Duration) {
 	clientID := ""
 	if r.Header.ClientID != nil {
 		clientID = *r.Header.ClientID
@@ -334,14 +334,14 @@ func (c *coordinator) addMemberAndRebalance(g *group, id string, r *rpc.Request,
 	c.maybeCompleteJoin(g)
 }
 
-func (c *coordinator) updateMemberAndRebalance(g *group, m *member, r *rpc.Request, req *kmsg.JoinGroupRequest, session, rebalance time.Duration) {
+func (c *groupCoordinator) updateMemberAndRebalance(g *group, m *member, r *rpc.Request, req *kmsg.JoinGroupRequest, session, rebalance time.Duration) {
 	if m.join != nil {
 		// A second join on another connection supersedes the first.
 		old := m.join
 		m.join = nil
 		resp := kmsg.NewPtrJoinGroupResponse()
 		resp.ErrorCode, resp.Generation, resp.MemberID = kerr.RebalanceInProgress.Code, -1, m.id
-		c.respond(old.r, resp)
+		c.b.respond(old.r, resp)
 	}
 	m.protocols, m.sessionTimeout, m.rebalanceTimeout = cloneProtocols(req.Protocols), session, rebalance
 	m.join = &parkedJoin{r: r, req: req}
@@ -357,7 +357,7 @@ func cloneProtocols(ps []kmsg.JoinGroupRequestProtocol) []kmsg.JoinGroupRequestP
 	return out
 }
 
-func (c *coordinator) maybePrepareRebalance(g *group, why string) {
+func (c *groupCoordinator) maybePrepareRebalance(g *group, why string) {
 	switch g.state {
 	case groupStable, groupCompletingRebalance, groupEmpty:
 		c.prepareRebalance(g, why)
@@ -366,7 +366,7 @@ func (c *coordinator) maybePrepareRebalance(g *group, why string) {
 
 // prepareRebalance opens a rebalance: members must rejoin within the
 // rebalance timeout.
-func (c *coordinator) prepareRebalance(g *group, why string) {
+func (c *groupCoordinator) prepareRebalance(g *group, why string) {
 	if g.state == groupCompletingRebalance {
 		c.resetAndPropagateAssignmentError(g, kerr.RebalanceInProgress.Code)
 	}
@@ -399,7 +399,7 @@ func (c *coordinator) prepareRebalance(g *group, why string) {
 
 // initialDelayExpired is Kafka's InitialDelayedJoin: wait again while new
 // members keep arriving, then complete.
-func (c *coordinator) initialDelayExpired(g *group) {
+func (c *groupCoordinator) initialDelayExpired(g *group) {
 	if !c.live(g, nil) || g.state != groupPreparingRebalance || !g.initialDelay {
 		return
 	}
@@ -417,7 +417,7 @@ func (c *coordinator) initialDelayExpired(g *group) {
 
 // maybeCompleteJoin completes the rebalance early once every member has
 // rejoined (and no member id handed out is still unused).
-func (c *coordinator) maybeCompleteJoin(g *group) {
+func (c *groupCoordinator) maybeCompleteJoin(g *group) {
 	if g.state != groupPreparingRebalance || g.initialDelay || len(g.pendingMembers) > 0 {
 		return
 	}
@@ -436,7 +436,7 @@ func (c *coordinator) maybeCompleteJoin(g *group) {
 // completeJoin ends the join phase: members that did not rejoin are
 // evicted, the generation is bumped, and every member gets its JoinGroup
 // answer — the leader with everyone's subscription.
-func (c *coordinator) completeJoin(g *group) {
+func (c *groupCoordinator) completeJoin(g *group) {
 	if g.state != groupPreparingRebalance {
 		return
 	}
@@ -474,7 +474,7 @@ func (c *coordinator) completeJoin(g *group) {
 
 // respondJoin answers a JoinGroup with the current generation, and starts
 // the member's session clock.
-func (c *coordinator) respondJoin(g *group, m *member, r *rpc.Request) {
+func (c *groupCoordinator) respondJoin(g *group, m *member, r *rpc.Request) {
 	resp := kmsg.NewPtrJoinGroupResponse()
 	resp.Generation = g.generation
 	resp.ProtocolType = kmsg.StringPtr(g.protocolType)
@@ -487,11 +487,11 @@ func (c *coordinator) respondJoin(g *group, m *member, r *rpc.Request) {
 			resp.Members = append(resp.Members, rm)
 		}
 	}
-	c.respond(r, resp)
+	c.b.respond(r, resp)
 	c.scheduleHeartbeat(g, m)
 }
 
-func (c *coordinator) pendingSyncExpired(g *group, gen int32) {
+func (c *groupCoordinator) pendingSyncExpired(g *group, gen int32) {
 	if !c.live(g, nil) || g.generation != gen || (g.state != groupCompletingRebalance && g.state != groupStable) {
 		return
 	}
@@ -510,7 +510,7 @@ func (c *coordinator) pendingSyncExpired(g *group, gen int32) {
 	}
 }
 
-func (c *coordinator) cancelSyncTimer(g *group) {
+func (c *groupCoordinator) cancelSyncTimer(g *group) {
 	if g.syncTimer != 0 {
 		c.b.e.Cancel(g.syncTimer)
 		g.syncTimer = 0
@@ -519,7 +519,7 @@ func (c *coordinator) cancelSyncTimer(g *group) {
 
 // scheduleHeartbeat restarts m's session clock: without a heartbeat (or
 // join, or sync) within session.timeout.ms it is evicted.
-func (c *coordinator) scheduleHeartbeat(g *group, m *member) {
+func (c *groupCoordinator) scheduleHeartbeat(g *group, m *member) {
 	if m.heartbeatTimer != 0 {
 		c.b.e.Cancel(m.heartbeatTimer)
 	}
@@ -534,7 +534,7 @@ func (c *coordinator) scheduleHeartbeat(g *group, m *member) {
 }
 
 // removeMember takes m out of g; parked requests are told it is unknown.
-func (c *coordinator) removeMember(g *group, m *member) {
+func (c *groupCoordinator) removeMember(g *group, m *member) {
 	if m.heartbeatTimer != 0 {
 		c.b.e.Cancel(m.heartbeatTimer)
 		m.heartbeatTimer = 0
@@ -542,13 +542,13 @@ func (c *coordinator) removeMember(g *group, m *member) {
 	if m.join != nil {
 		resp := kmsg.NewPtrJoinGroupResponse()
 		resp.ErrorCode, resp.Generation, resp.MemberID = kerr.UnknownMemberID.Code, -1, m.id
-		c.respond(m.join.r, resp)
+		c.b.respond(m.join.r, resp)
 		m.join = nil
 	}
 	if m.sync != nil {
 		resp := kmsg.NewPtrSyncGroupResponse()
 		resp.ErrorCode = kerr.UnknownMemberID.Code
-		c.respond(m.sync.r, resp)
+		c.b.respond(m.sync.r, resp)
 		m.sync = nil
 	}
 	delete(g.members, m.id)
@@ -561,7 +561,7 @@ func (c *coordinator) removeMember(g *group, m *member) {
 	}
 }
 
-func (c *coordinator) removeMemberAndUpdateGroup(g *group, m *member) {
+func (c *groupCoordinator) removeMemberAndUpdateGroup(g *group, m *member) {
 	c.removeMember(g, m)
 	switch g.state {
 	case groupStable, groupCompletingRebalance:
@@ -573,13 +573,13 @@ func (c *coordinator) removeMemberAndUpdateGroup(g *group, m *member) {
 
 // resetAndPropagateAssignmentError answers every parked SyncGroup with
 // code and forgets the assignments.
-func (c *coordinator) resetAndPropagateAssignmentError(g *group, code int16) {
+func (c *groupCoordinator) resetAndPropagateAssignmentError(g *group, code int16) {
 	for _, m := range g.sortedMembers() {
 		m.assignment = nil
 		if m.sync != nil {
 			resp := kmsg.NewPtrSyncGroupResponse()
 			resp.ErrorCode = code
-			c.respond(m.sync.r, resp)
+			c.b.respond(m.sync.r, resp)
 			m.sync = nil
 			c.scheduleHeartbeat(g, m)
 		}
@@ -588,7 +588,7 @@ func (c *coordinator) resetAndPropagateAssignmentError(g *group, code int16) {
 
 // transition moves g to state next, asserting Kafka's table of legal
 // transitions.
-func (c *coordinator) transition(g *group, next groupState) {
+func (c *groupCoordinator) transition(g *group, next groupState) {
 	ok := false
 	switch next {
 	case groupPreparingRebalance:
@@ -606,11 +606,11 @@ func (c *coordinator) transition(g *group, next groupState) {
 	g.state = next
 }
 
-func (c *coordinator) handleSyncGroup(r *rpc.Request, req *kmsg.SyncGroupRequest) {
+func (c *groupCoordinator) handleSyncGroup(r *rpc.Request, req *kmsg.SyncGroupRequest) {
 	fail := func(code int16) {
 		resp := kmsg.NewPtrSyncGroupResponse()
 		resp.ErrorCode = code
-		c.respond(r, resp)
+		c.b.respond(r, resp)
 	}
 	if _, code := c.serving(req.Group); code != 0 {
 		fail(code)
@@ -646,7 +646,7 @@ func (c *coordinator) handleSyncGroup(r *rpc.Request, req *kmsg.SyncGroupRequest
 		if m.sync != nil {
 			resp := kmsg.NewPtrSyncGroupResponse()
 			resp.ErrorCode = kerr.RebalanceInProgress.Code
-			c.respond(m.sync.r, resp)
+			c.b.respond(m.sync.r, resp)
 		}
 		m.sync = &parkedSync{r: r, req: req}
 		if m.id != g.leader {
@@ -684,19 +684,19 @@ func (c *coordinator) handleSyncGroup(r *rpc.Request, req *kmsg.SyncGroupRequest
 	}
 }
 
-func (c *coordinator) respondSync(g *group, m *member, r *rpc.Request) {
+func (c *groupCoordinator) respondSync(g *group, m *member, r *rpc.Request) {
 	resp := kmsg.NewPtrSyncGroupResponse()
 	resp.ProtocolType, resp.Protocol = kmsg.StringPtr(g.protocolType), kmsg.StringPtr(g.protocol)
 	resp.MemberAssignment = m.assignment
-	c.respond(r, resp)
+	c.b.respond(r, resp)
 	c.scheduleHeartbeat(g, m)
 }
 
-func (c *coordinator) handleHeartbeat(r *rpc.Request, req *kmsg.HeartbeatRequest) {
+func (c *groupCoordinator) handleHeartbeat(r *rpc.Request, req *kmsg.HeartbeatRequest) {
 	respond := func(code int16) {
 		resp := kmsg.NewPtrHeartbeatResponse()
 		resp.ErrorCode = code
-		c.respond(r, resp)
+		c.b.respond(r, resp)
 	}
 	if _, code := c.serving(req.Group); code != 0 {
 		respond(code)
@@ -723,7 +723,7 @@ func (c *coordinator) handleHeartbeat(r *rpc.Request, req *kmsg.HeartbeatRequest
 	}
 }
 
-func (c *coordinator) handleLeaveGroup(r *rpc.Request, req *kmsg.LeaveGroupRequest) {
+func (c *groupCoordinator) handleLeaveGroup(r *rpc.Request, req *kmsg.LeaveGroupRequest) {
 	resp := kmsg.NewPtrLeaveGroupResponse()
 	ids := []string{req.MemberID}
 	if req.Version >= 3 {
@@ -734,7 +734,7 @@ func (c *coordinator) handleLeaveGroup(r *rpc.Request, req *kmsg.LeaveGroupReque
 	}
 	if _, code := c.serving(req.Group); code != 0 {
 		resp.ErrorCode = code
-		c.respond(r, resp)
+		c.b.respond(r, resp)
 		return
 	}
 	g := c.groups[req.Group]
@@ -760,7 +760,7 @@ func (c *coordinator) handleLeaveGroup(r *rpc.Request, req *kmsg.LeaveGroupReque
 		resp.ErrorCode = resp.Members[0].ErrorCode
 		resp.Members = nil
 	}
-	c.respond(r, resp)
+	c.b.respond(r, resp)
 }
 
 // GroupState is a snapshot of a group at its coordinator, for tests and
@@ -775,7 +775,7 @@ type GroupState struct {
 
 // Group returns the state of group id if this broker coordinates it.
 func (b *Broker) Group(id string) (GroupState, bool) {
-	g := b.coordinators.groups[id]
+	g := b.groups.groups[id]
 	if g == nil {
 		return GroupState{}, false
 	}
@@ -786,10 +786,10 @@ func (b *Broker) Group(id string) (GroupState, bool) {
 	return s, true
 }
 
-// checkInvariants asserts the coordinators' invariants: every group in a
-// generation has its leader among its members and an Empty group has none;
-// then the transaction side's (txnCoordinator.checkInvariants).
-func (c *coordinator) checkInvariants() {
+// checkInvariants asserts the group coordinator's invariants: every group
+// in a generation has its leader among its members and an Empty group has
+// none.
+func (c *groupCoordinator) checkInvariants() {
 	checkEach(c.groups, cmp.Compare[string], func(id string, g *group) string {
 		switch g.state {
 		case groupStable, groupCompletingRebalance:
@@ -806,5 +806,4 @@ func (c *coordinator) checkInvariants() {
 		}
 		return ""
 	})
-	c.txn.checkInvariants()
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/kafkasim/kafkasim/broker/metadata"
 	"github.com/kafkasim/kafkasim/broker/record"
 	"github.com/kafkasim/kafkasim/broker/rpc"
-	"github.com/kafkasim/kafkasim/env"
 	"github.com/kafkasim/kafkasim/probe"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,7 +23,7 @@ import (
 // commits, whose older versions carry no member at all. A plain commit
 // while the group awaits its leader's assignment is told
 // REBALANCE_IN_PROGRESS.
-func (c *coordinator) validateOffsetCommit(g *group, memberID string, generation int32, transactional bool, version int16) int16 {
+func (c *groupCoordinator) validateOffsetCommit(g *group, memberID string, generation int32, transactional bool, version int16) int16 {
 	code := c.offsetCommitFence(g, memberID, generation, transactional, version)
 	if code == kerr.UnknownMemberID.Code || code == kerr.IllegalGeneration.Code {
 		group := ""
@@ -36,7 +35,7 @@ func (c *coordinator) validateOffsetCommit(g *group, memberID string, generation
 	return code
 }
 
-func (c *coordinator) offsetCommitFence(g *group, memberID string, generation int32, transactional bool, version int16) int16 {
+func (c *groupCoordinator) offsetCommitFence(g *group, memberID string, generation int32, transactional bool, version int16) int16 {
 	if g == nil {
 		switch {
 		case generation < 0:
@@ -88,7 +87,7 @@ func (g *group) hasPendingCommit(tp metadata.TopicPartition) bool {
 // partition holds it open until the transaction coordinator's marker
 // commits or aborts it. Fenced like OffsetCommit by generation and member
 // (KIP-447), and by producer epoch at the log.
-func (c *coordinator) handleTxnOffsetCommit(r *rpc.Request, req *kmsg.TxnOffsetCommitRequest) {
+func (c *groupCoordinator) handleTxnOffsetCommit(r *rpc.Request, req *kmsg.TxnOffsetCommitRequest) {
 	resp := kmsg.NewPtrTxnOffsetCommitResponse()
 	respond := func(code int16) {
 		for _, rt := range req.Topics {
@@ -101,7 +100,7 @@ func (c *coordinator) handleTxnOffsetCommit(r *rpc.Request, req *kmsg.TxnOffsetC
 			}
 			resp.Topics = append(resp.Topics, tr)
 		}
-		c.respond(r, resp)
+		c.b.respond(r, resp)
 	}
 	generation, memberID := int32(-1), ""
 	if req.Version >= 3 {
@@ -135,7 +134,7 @@ func (c *coordinator) handleTxnOffsetCommit(r *rpc.Request, req *kmsg.TxnOffsetC
 	// after its transaction ended must not open a new one here, or every
 	// require_stable OffsetFetch of the group would stall behind it.
 	v := txnVerification{tp: p.tp, pid: req.ProducerID, epoch: req.ProducerEpoch}
-	c.txn.verify(req.TransactionalID, []txnVerification{v}, func(codes map[metadata.TopicPartition]int16) {
+	c.b.txns.verify(req.TransactionalID, []txnVerification{v}, func(codes map[metadata.TopicPartition]int16) {
 		if code := codes[p.tp]; code != 0 {
 			switch produceVerificationCode(code) {
 			case kerr.NotEnoughReplicas.Code:
@@ -150,7 +149,7 @@ func (c *coordinator) handleTxnOffsetCommit(r *rpc.Request, req *kmsg.TxnOffsetC
 	})
 }
 
-func (c *coordinator) writeTxnOffsets(p *partition, req *kmsg.TxnOffsetCommitRequest, respond func(int16)) {
+func (c *groupCoordinator) writeTxnOffsets(p *partition, req *kmsg.TxnOffsetCommitRequest, respond func(int16)) {
 	g := c.group(req.Group)
 	ob := offsetBatch{group: req.Group, now: c.b.e.WallClock()}
 	for _, rt := range req.Topics {
@@ -170,7 +169,7 @@ func (c *coordinator) writeTxnOffsets(p *partition, req *kmsg.TxnOffsetCommitReq
 	if s, ok := p.log.Producer(req.ProducerID); ok && s.ProducerEpoch == req.ProducerEpoch && s.LastSequence != record.NoSequence {
 		h.BaseSequence = record.IncrementSequence(s.LastSequence, 1)
 	}
-	c.appendReplicatedBatch(p, h, recs, req.Group, func(base int64, code int16) {
+	c.b.appendReplicatedBatch(p, h, recs, req.Group, func(base int64, code int16) {
 		if code == kerr.InvalidProducerEpoch.Code {
 			code = fencedCode(req.Version, 3)
 		}
@@ -191,7 +190,7 @@ func (c *coordinator) writeTxnOffsets(p *partition, req *kmsg.TxnOffsetCommitReq
 
 // applyTxnOffset folds a transactional offset record, found while loading
 // the partition, in as pending.
-func (c *coordinator) applyTxnOffset(pid int64, key, value []byte, off int64) {
+func (c *groupCoordinator) applyTxnOffset(pid int64, key, value []byte, off int64) {
 	gid, tp, ok := decodeOffsetKey(key)
 	if !ok || value == nil {
 		return
@@ -213,7 +212,7 @@ func (c *coordinator) applyTxnOffset(pid int64, key, value []byte, off int64) {
 // completeTxnOffsets applies a marker of producer pid on offsets partition
 // part: commit makes its pending offsets committed (unless a later plain
 // commit superseded one), abort drops them.
-func (c *coordinator) completeTxnOffsets(part int32, pid int64, commit bool) {
+func (c *groupCoordinator) completeTxnOffsets(part int32, pid int64, commit bool) {
 	for _, id := range slices.Sorted(maps.Keys(c.groups)) {
 		g := c.groups[id]
 		pend := g.pendingTxnOffsets[pid]
@@ -238,78 +237,10 @@ func (c *coordinator) completeTxnOffsets(part int32, pid int64, commit bool) {
 // id, instance id, client id and host, timeouts, subscription and
 // assignment.
 
-func encodeGroupKey(id string) []byte {
-	return appendString(binary.BigEndian.AppendUint16(nil, 2), id)
-}
-
-func decodeGroupKey(b []byte) (string, bool) {
-	if len(b) < 2 || binary.BigEndian.Uint16(b) != 2 {
-		return "", false
-	}
-	id, rest, ok := readString(b[2:])
-	return id, ok && len(rest) == 0
-}
-
-func appendNullableString(b []byte, s string) []byte {
-	if s == "" {
-		return binary.BigEndian.AppendUint16(b, 0xffff)
-	}
-	return appendString(b, s)
-}
-
-func readNullableString(b []byte) (string, []byte, bool) {
-	if len(b) >= 2 && binary.BigEndian.Uint16(b) == 0xffff {
-		return "", b[2:], true
-	}
-	return readString(b)
-}
-
-func appendBytes(b, v []byte) []byte {
-	b = binary.BigEndian.AppendUint32(b, uint32(len(v)))
-	return append(b, v...)
-}
-
-func readBytes(b []byte) ([]byte, []byte, bool) {
-	if len(b) < 4 {
-		return nil, b, false
-	}
-	n := int(int32(binary.BigEndian.Uint32(b)))
-	if n < 0 {
-		return nil, b[4:], true
-	}
-	if n > len(b)-4 {
-		return nil, b, false
-	}
-	return slices.Clone(b[4 : 4+n]), b[4+n:], true
-}
-
-func encodeGroupValue(g *group, now env.Time) []byte {
-	be := binary.BigEndian
-	b := be.AppendUint16(nil, 3)
-	b = appendString(b, g.protocolType)
-	b = be.AppendUint32(b, uint32(g.generation))
-	b = appendNullableString(b, g.protocol)
-	b = appendNullableString(b, g.leader)
-	b = be.AppendUint64(b, uint64(now.UnixMilli()))
-	ms := g.sortedMembers()
-	b = be.AppendUint32(b, uint32(len(ms)))
-	for _, m := range ms {
-		b = appendString(b, m.id)
-		b = appendNullableString(b, "") // group.instance.id: static membership is not modelled
-		b = appendString(b, m.clientID)
-		b = appendString(b, m.clientHost)
-		b = be.AppendUint32(b, uint32(m.rebalanceTimeout.Milliseconds()))
-		b = be.AppendUint32(b, uint32(m.sessionTimeout.Milliseconds()))
-		b = appendBytes(b, m.metadata(g.protocol))
-		b = appendBytes(b, m.assignment)
-	}
-	return b
-}
-
 // applyGroupMetadata restores a group's membership from its latest
 // metadata record: Stable in its stored generation if it had members,
 // else Empty.
-func (c *coordinator) applyGroupMetadata(id string, value []byte) {
+func (c *groupCoordinator) applyGroupMetadata(id string, value []byte) {
 	g := c.group(id)
 	g.membership = newMembership()
 	if value == nil {
@@ -374,20 +305,20 @@ func (c *coordinator) applyGroupMetadata(id string, value []byte) {
 // storeGroup writes g's membership (generation, leader, members and their
 // assignments) to its offsets partition: a new coordinator resumes the
 // group in this generation.
-func (c *coordinator) storeGroup(g *group, done func(code int16)) {
+func (c *groupCoordinator) storeGroup(g *group, done func(code int16)) {
 	p, code := c.serving(g.id)
 	if code != 0 {
 		done(code)
 		return
 	}
 	rec := record.Record{Key: encodeGroupKey(g.id), Value: encodeGroupValue(g, c.b.e.WallClock())}
-	c.appendReplicated(p, []record.Record{rec}, done)
+	c.b.appendReplicated(p, []record.Record{rec}, done)
 }
 
 // resumeGroups starts the session clocks of the members of the groups just
 // loaded from offsets partition part: they must heartbeat to the new
 // coordinator within their session timeout.
-func (c *coordinator) resumeGroups(part int32) {
+func (c *groupCoordinator) resumeGroups(part int32) {
 	for _, id := range slices.Sorted(maps.Keys(c.groups)) {
 		g := c.groups[id]
 		if c.offsetsPartition(id).Partition != part || len(g.members) == 0 {
@@ -402,7 +333,7 @@ func (c *coordinator) resumeGroups(part int32) {
 
 // unloadGroup stops g's timers and tells its parked requests to find the
 // new coordinator.
-func (c *coordinator) unloadGroup(g *group) {
+func (c *groupCoordinator) unloadGroup(g *group) {
 	e := c.b.e
 	if g.joinTimer != 0 {
 		e.Cancel(g.joinTimer)
@@ -418,13 +349,13 @@ func (c *coordinator) unloadGroup(g *group) {
 		if m.join != nil {
 			resp := kmsg.NewPtrJoinGroupResponse()
 			resp.ErrorCode, resp.Generation, resp.MemberID = kerr.NotCoordinator.Code, -1, m.id
-			c.respond(m.join.r, resp)
+			c.b.respond(m.join.r, resp)
 			m.join = nil
 		}
 		if m.sync != nil {
 			resp := kmsg.NewPtrSyncGroupResponse()
 			resp.ErrorCode = kerr.NotCoordinator.Code
-			c.respond(m.sync.r, resp)
+			c.b.respond(m.sync.r, resp)
 			m.sync = nil
 		}
 	}

@@ -32,29 +32,29 @@ func (b *Broker) serve(r *rpc.Request) {
 	case *kmsg.InitProducerIDRequest:
 		b.handleInitProducerID(r, req)
 	case *kmsg.FindCoordinatorRequest:
-		r.Respond(b.coordinators.handleFindCoordinator(req))
+		r.Respond(b.handleFindCoordinator(req))
 	case *kmsg.OffsetCommitRequest:
-		b.coordinators.handleOffsetCommit(r, req)
+		b.groups.handleOffsetCommit(r, req)
 	case *kmsg.OffsetFetchRequest:
-		r.Respond(b.coordinators.handleOffsetFetch(req))
+		r.Respond(b.groups.handleOffsetFetch(req))
 	case *kmsg.JoinGroupRequest:
-		b.coordinators.handleJoinGroup(r, req)
+		b.groups.handleJoinGroup(r, req)
 	case *kmsg.SyncGroupRequest:
-		b.coordinators.handleSyncGroup(r, req)
+		b.groups.handleSyncGroup(r, req)
 	case *kmsg.HeartbeatRequest:
-		b.coordinators.handleHeartbeat(r, req)
+		b.groups.handleHeartbeat(r, req)
 	case *kmsg.LeaveGroupRequest:
-		b.coordinators.handleLeaveGroup(r, req)
+		b.groups.handleLeaveGroup(r, req)
 	case *kmsg.TxnOffsetCommitRequest:
-		b.coordinators.handleTxnOffsetCommit(r, req)
+		b.groups.handleTxnOffsetCommit(r, req)
 	case *kmsg.AddPartitionsToTxnRequest:
-		b.coordinators.txn.handleAddPartitionsToTxn(r, req)
+		b.txns.handleAddPartitionsToTxn(r, req)
 	case *kmsg.AddOffsetsToTxnRequest:
-		b.coordinators.txn.handleAddOffsetsToTxn(r, req)
+		b.txns.handleAddOffsetsToTxn(r, req)
 	case *kmsg.EndTxnRequest:
-		b.coordinators.txn.handleEndTxn(r, req)
+		b.txns.handleEndTxn(r, req)
 	case *kmsg.WriteTxnMarkersRequest:
-		b.coordinators.txn.handleWriteTxnMarkers(r, req)
+		b.txns.handleWriteTxnMarkers(r, req)
 	default:
 		b.e.Log("unhandled-request", "api", r.Header.Name())
 		r.CloseConn()
@@ -67,7 +67,8 @@ func (b *Broker) checkInvariants() {
 	checkEach(b.partitions, metadata.TopicPartition.Compare, func(_ metadata.TopicPartition, p *partition) string {
 		return p.invariantViolation()
 	})
-	b.coordinators.checkInvariants()
+	b.groups.checkInvariants()
+	b.txns.checkInvariants()
 }
 
 func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
@@ -277,7 +278,7 @@ func (b *Broker) allocateProducerID(done func(id int64, code int16)) {
 // transactional ids go to the transaction coordinator.
 func (b *Broker) handleInitProducerID(r *rpc.Request, req *kmsg.InitProducerIDRequest) {
 	if req.TransactionalID != nil {
-		b.coordinators.handleInitTransactionalProducer(r, req)
+		b.txns.handleInitProducerID(r, req)
 		return
 	}
 	b.allocateProducerID(func(id int64, code int16) {

@@ -23,7 +23,7 @@ import (
 // 1); the connection's next request waits too.
 func (b *Broker) handleProduce(r *rpc.Request, req *kmsg.ProduceRequest) {
 	if req.TransactionID != nil && b.cfg.TransactionPartitionVerification {
-		b.coordinators.txn.verifyProduce(req, func(refused map[metadata.TopicPartition]int16) {
+		b.txns.verifyProduce(req, func(refused map[metadata.TopicPartition]int16) {
 			b.produce(r, req, refused)
 		})
 		return

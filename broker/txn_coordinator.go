@@ -34,7 +34,6 @@ import (
 // TxnOffsetCommit v5 here.
 type txnCoordinator struct {
 	b      *Broker
-	c      *coordinator
 	loaded map[int32]int32 // __transaction_state partition → leader epoch loaded in (the coordinator epoch)
 	txns   map[string]*txnMeta
 
@@ -82,10 +81,10 @@ const (
 	txnRequestTimeout = 2 * internalAppendTimeout
 )
 
-func newTxnCoordinator(c *coordinator) *txnCoordinator {
-	tc := &txnCoordinator{b: c.b, c: c, loaded: map[int32]int32{}, txns: map[string]*txnMeta{}, guards: map[txnGuardKey]uint64{},
+func newTxnCoordinator(b *Broker) *txnCoordinator {
+	tc := &txnCoordinator{b: b, loaded: map[int32]int32{}, txns: map[string]*txnMeta{}, guards: map[txnGuardKey]uint64{},
 		markerPeers: map[int32]*rpc.Client{}, verifyPeers: map[int32]*rpc.Client{}}
-	c.b.e.AfterFunc(txnTimeoutCheckInterval, tc.abortTimedOut)
+	b.e.AfterFunc(txnTimeoutCheckInterval, tc.abortTimedOut)
 	return tc
 }
 
@@ -268,7 +267,7 @@ func (tc *txnCoordinator) persist(t *txnMeta, next txnRecord, done func(code int
 	next.Updated = tc.b.e.WallClock()
 	t.pending = next.State
 	rec := record.Record{Key: encodeTxnKey(t.id), Value: encodeTxnValue(next)}
-	tc.c.appendReplicatedBatch(p, record.NewHeader(), []record.Record{rec}, "", func(base int64, code int16) {
+	tc.b.appendReplicatedBatch(p, record.NewHeader(), []record.Record{rec}, "", func(base int64, code int16) {
 		t.pending = txnNone
 		if code == 0 && !tc.current(t) {
 			code = kerr.NotCoordinator.Code
@@ -317,7 +316,7 @@ func (tc *txnCoordinator) handleInitProducerID(r *rpc.Request, req *kmsg.InitPro
 		if code != 0 {
 			resp.ProducerID, resp.ProducerEpoch = -1, -1
 		}
-		tc.c.respond(r, resp)
+		tc.b.respond(r, resp)
 	}
 	id := *req.TransactionalID
 	timeout := time.Duration(req.TransactionTimeoutMillis) * time.Millisecond
@@ -522,7 +521,7 @@ func (tc *txnCoordinator) handleAddPartitionsToTxn(r *rpc.Request, req *kmsg.Add
 			}
 			resp.Topics = append(resp.Topics, tr)
 		}
-		tc.c.respond(r, resp)
+		tc.b.respond(r, resp)
 	}
 	if unknown := tc.unknownPartitions(tps); unknown != nil {
 		respond(func(tp metadata.TopicPartition) int16 {
@@ -544,7 +543,7 @@ func (tc *txnCoordinator) handleAddPartitionsToTxnBatch(r *rpc.Request, req *kms
 	waiting := 1 // held until every transaction below has started
 	finish := func() {
 		if waiting--; waiting == 0 {
-			tc.c.respond(r, resp)
+			tc.b.respond(r, resp)
 		}
 	}
 	for i, rt := range req.Transactions {
@@ -614,14 +613,14 @@ func (tc *txnCoordinator) handleAddOffsetsToTxn(r *rpc.Request, req *kmsg.AddOff
 	respond := func(code int16) {
 		resp := kmsg.NewPtrAddOffsetsToTxnResponse()
 		resp.ErrorCode = code
-		tc.c.respond(r, resp)
+		tc.b.respond(r, resp)
 	}
 	if tc.b.image.Topics[metadata.OffsetsTopic] == nil {
-		tc.c.ensureInternalTopics()
+		tc.b.ensureInternalTopics()
 		respond(kerr.CoordinatorNotAvailable.Code)
 		return
 	}
-	tp := tc.c.offsetsPartition(req.Group)
+	tp := tc.b.groups.offsetsPartition(req.Group)
 	tc.addPartitions(req.TransactionalID, req.ProducerID, req.ProducerEpoch, []metadata.TopicPartition{tp}, fencedCode(req.Version, 2), respond)
 }
 
@@ -635,7 +634,7 @@ func (tc *txnCoordinator) handleEndTxn(r *rpc.Request, req *kmsg.EndTxnRequest) 
 		if code == 0 {
 			resp.ProducerID, resp.ProducerEpoch = pid, epoch
 		}
-		tc.c.respond(r, resp)
+		tc.b.respond(r, resp)
 	}
 	id := req.TransactionalID
 	fenced := fencedCode(req.Version, 2)
@@ -749,7 +748,7 @@ type TransactionState struct {
 // Transaction returns the state of transactional id id if this broker
 // coordinates it.
 func (b *Broker) Transaction(id string) (TransactionState, bool) {
-	t := b.coordinators.txn.txns[id]
+	t := b.txns.txns[id]
 	if t == nil {
 		return TransactionState{}, false
 	}

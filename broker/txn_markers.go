@@ -232,7 +232,7 @@ func (j *markerJob) complete() {
 // handleWriteTxnMarkers is the partition side: append each marker as
 // leader and answer once it is committed.
 func (tc *txnCoordinator) handleWriteTxnMarkers(r *rpc.Request, req *kmsg.WriteTxnMarkersRequest) {
-	tc.writeMarkers(req, func(resp *kmsg.WriteTxnMarkersResponse) { tc.c.respond(r, resp) })
+	tc.writeMarkers(req, func(resp *kmsg.WriteTxnMarkersResponse) { tc.b.respond(r, resp) })
 }
 
 // writeMarkers appends the markers and calls done once each is committed
@@ -277,13 +277,13 @@ func (tc *txnCoordinator) writeMarkers(req *kmsg.WriteTxnMarkersRequest, done fu
 		}
 	}
 	for _, w := range waits {
-		tc.c.awaitReplicated(w.part, w.required, func(code int16) {
+		tc.b.awaitReplicated(w.part, w.required, func(code int16) {
 			if code == kerr.NotCoordinator.Code {
 				code = kerr.NotLeaderForPartition.Code
 			}
 			resp.Markers[w.m].Topics[w.t].Partitions[w.p].ErrorCode = code
 			if code == 0 && w.part.tp.Topic == metadata.OffsetsTopic {
-				tc.c.completeTxnOffsets(w.part.tp.Partition, w.pid, w.commit)
+				tc.b.groups.completeTxnOffsets(w.part.tp.Partition, w.pid, w.commit)
 			}
 			finish()
 		})

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -115,75 +114,6 @@ const maxProducerEpoch = math.MaxInt16
 // The record formats: the key is Kafka's TransactionLogKey v0 (version,
 // transactional id); the value is kafkasim's own (version 1 here, Kafka's
 // is 0 or 1 with different fields): every field of txnRecord.
-
-func encodeTxnKey(id string) []byte {
-	b := binary.BigEndian.AppendUint16(nil, 0)
-	return appendString(b, id)
-}
-
-func decodeTxnKey(b []byte) (string, bool) {
-	if len(b) < 2 || binary.BigEndian.Uint16(b) != 0 {
-		return "", false
-	}
-	id, rest, ok := readString(b[2:])
-	return id, ok && len(rest) == 0
-}
-
-const txnValueVersion = 1
-
-func encodeTxnValue(r txnRecord) []byte {
-	be := binary.BigEndian
-	b := be.AppendUint16(nil, txnValueVersion)
-	b = be.AppendUint64(b, uint64(r.ProducerID))
-	b = be.AppendUint16(b, uint16(r.ProducerEpoch))
-	b = be.AppendUint16(b, uint16(r.EndedEpoch))
-	b = be.AppendUint16(b, uint16(r.LastEpoch))
-	b = be.AppendUint64(b, uint64(r.NextProducerID))
-	b = be.AppendUint32(b, uint32(r.Timeout.Milliseconds()))
-	b = append(b, byte(r.State))
-	b = be.AppendUint32(b, uint32(len(r.Partitions)))
-	for _, tp := range r.Partitions {
-		b = appendString(b, tp.Topic)
-		b = be.AppendUint32(b, uint32(tp.Partition))
-	}
-	b = be.AppendUint64(b, uint64(r.Started))
-	return be.AppendUint64(b, uint64(r.Updated))
-}
-
-func decodeTxnValue(b []byte) (txnRecord, bool) {
-	be := binary.BigEndian
-	var r txnRecord
-	const fixed = 2 + 8 + 2 + 2 + 2 + 8 + 4 + 1 + 4
-	if len(b) < fixed || be.Uint16(b) != txnValueVersion {
-		return r, false
-	}
-	r.ProducerID = int64(be.Uint64(b[2:]))
-	r.ProducerEpoch = int16(be.Uint16(b[10:]))
-	r.EndedEpoch = int16(be.Uint16(b[12:]))
-	r.LastEpoch = int16(be.Uint16(b[14:]))
-	r.NextProducerID = int64(be.Uint64(b[16:]))
-	r.Timeout = time.Duration(be.Uint32(b[24:])) * time.Millisecond
-	r.State = txnState(b[28])
-	n := int(be.Uint32(b[29:]))
-	b = b[fixed:]
-	if n > len(b)/6 {
-		return r, false
-	}
-	for range n {
-		topic, rest, ok := readString(b)
-		if !ok || len(rest) < 4 {
-			return r, false
-		}
-		r.Partitions = append(r.Partitions, metadata.TopicPartition{Topic: topic, Partition: int32(be.Uint32(rest))})
-		b = rest[4:]
-	}
-	if len(b) != 16 || r.State < txnEmpty || r.State > txnCompleteAbort {
-		return r, false
-	}
-	r.Started = env.Time(be.Uint64(b))
-	r.Updated = env.Time(be.Uint64(b[8:]))
-	return r, true
-}
 
 // addPartitions returns the sorted union of ps and more.
 func addPartitions(ps, more []metadata.TopicPartition) []metadata.TopicPartition {

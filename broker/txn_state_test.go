@@ -59,7 +59,7 @@ func TestTransactionStateTransitions(t *testing.T) {
 
 func TestGroupMetadataRecordRoundTrips(t *testing.T) {
 	b := New(Options{})
-	c := &coordinator{b: b, groups: map[string]*group{}}
+	c := &groupCoordinator{b: b, groups: map[string]*group{}}
 	g := c.group("etl")
 	g.protocolType, g.protocol, g.generation, g.leader = "consumer", "range", 7, "m-1"
 	g.members["m-1"] = &member{id: "m-1", clientID: "a", clientHost: "client", sessionTimeout: 3 * time.Second, rebalanceTimeout: 5 * time.Second,

@@ -138,7 +138,7 @@ func (tc *txnCoordinator) askCoordinator(id string, vs []txnVerification, done f
 		}
 		done(codes)
 	}
-	br, code := tc.c.coordinatorFor(metadata.TransactionTopic, id, b.cfg.TransactionTopicPartitions)
+	br, code := tc.b.coordinatorFor(metadata.TransactionTopic, id, b.cfg.TransactionTopicPartitions)
 	if code != 0 {
 		all(code)
 		return
