@@ -1,6 +1,7 @@
 package client
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -358,4 +359,21 @@ func (c *cluster) close() {
 	for _, a := range addrs {
 		c.conns[a].Close()
 	}
+}
+
+// parseFindCoordinator reads either shape of the answer (a list from v4).
+func parseFindCoordinator(r *kmsg.FindCoordinatorResponse) (int32, string, error) {
+	code, id, host, port := r.ErrorCode, r.NodeID, r.Host, r.Port
+	if r.Version >= 4 {
+		if len(r.Coordinators) == 0 {
+			code = kerr.UnknownServerError.Code
+		} else {
+			co := r.Coordinators[0]
+			code, id, host, port = co.ErrorCode, co.NodeID, co.Host, co.Port
+		}
+	}
+	if code != 0 {
+		return -1, "", fmt.Errorf("FindCoordinator: %w", codeErr(code))
+	}
+	return id, metadata.JoinAddr(host, port), nil
 }

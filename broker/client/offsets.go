@@ -2,10 +2,8 @@ package client
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 
-	"github.com/kafkasim/kafkasim/broker/metadata"
 	"github.com/kafkasim/kafkasim/broker/rpc"
 	"github.com/kafkasim/kafkasim/env"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -509,20 +507,10 @@ func (c *Consumer) withCoordinator(f func(*rpc.Client, error)) {
 			err = ErrConsumerClosed
 		}
 		if err == nil {
-			r := resp.(*kmsg.FindCoordinatorResponse)
-			code, id, host, port := r.ErrorCode, r.NodeID, r.Host, r.Port
-			if r.Version >= 4 {
-				if len(r.Coordinators) == 0 {
-					code = kerr.UnknownServerError.Code
-				} else {
-					co := r.Coordinators[0]
-					code, id, host, port = co.ErrorCode, co.NodeID, co.Host, co.Port
-				}
-			}
-			if code != 0 {
-				err = fmt.Errorf("FindCoordinator: %w", codeErr(code))
-			} else {
-				c.coord.id, c.coord.addr = id, metadata.JoinAddr(host, port)
+			var id int32
+			var addr string
+			if id, addr, err = parseFindCoordinator(resp.(*kmsg.FindCoordinatorResponse)); err == nil {
+				c.coord.id, c.coord.addr = id, addr
 			}
 		}
 		for _, w := range waiters {

@@ -6,54 +6,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/kafkasim/kafkasim/broker/metadata"
 	"github.com/kafkasim/kafkasim/env"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// The transactional producer, after Kafka's TransactionManager (KIP-98,
-// KIP-360, KIP-447, KIP-588, KIP-890):
-//
-//   - InitTransactions finds the transaction coordinator (FindCoordinator
-//     type 1), and sends InitProducerId with the transactional.id: the
-//     coordinator finishes an earlier instance's transaction, bumps the
-//     epoch and so fences that instance. CONCURRENT_TRANSACTIONS and
-//     COORDINATOR_LOAD_IN_PROGRESS are retried, NOT_COORDINATOR and
-//     COORDINATOR_NOT_AVAILABLE send the producer looking for the
-//     coordinator again, anything else is fatal.
-//   - BeginTransaction is local. A partition's first batch in a transaction
-//     waits until AddPartitionsToTxn has added the partition; batches are
-//     transactional and sequenced as the idempotent producer's.
-//   - SendOffsetsToTransaction is AddOffsetsToTxn to the transaction
-//     coordinator, then TxnOffsetCommit to the group coordinator, carrying
-//     the consumer's generation and member id (KIP-447) so that a zombie
-//     consumer's offsets are refused.
-//   - CommitTransaction flushes, then sends EndTxn(commit); AbortTransaction
-//     fails what was never sent, waits for what is on the wire, then sends
-//     EndTxn(abort). With EndTxn v5 the answer carries the producer's next
-//     id and epoch: a broker with kip890.epoch.bump.per.transaction bumps
-//     the epoch at every EndTxn and the producer adopts it, restarting its
-//     sequences. Without that, an abort that leaves sequences unknown
-//     bumps the epoch with InitProducerId naming the current id and epoch
-//     (KIP-360).
-//   - Coordinator requests go one at a time, in order, as Kafka's do.
-//
-// Errors are fatal or abortable exactly where Kafka's producer makes them
-// so. Fatal (the producer can do nothing more; close it): PRODUCER_FENCED,
-// and INVALID_PRODUCER_EPOCH from a coordinator; INVALID_TXN_STATE,
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED,
-// UNSUPPORTED_FOR_MESSAGE_FORMAT, and unexpected codes. Abortable (the
-// application aborts and may go on): any batch that fails, including
-// INVALID_PRODUCER_EPOCH from a partition leader (KIP-588: the coordinator
-// may have aborted the transaction for transaction.timeout.ms; the abort
-// says PRODUCER_FENCED if the producer really was fenced),
-// UNKNOWN_PRODUCER_ID and INVALID_PRODUCER_ID_MAPPING (with an epoch bump),
-// and from TxnOffsetCommit UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
-// REBALANCE_IN_PROGRESS and FENCED_INSTANCE_ID (the consumer lost its
-// partitions), GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED.
-// Err reports a fatal error; any other error of a transactional call is
-// abortable.
 
 type txnState uint8
 
@@ -886,23 +842,6 @@ func (t *transactions) findCoordinator(typ int8, key string, ref *coordRef) {
 		}
 		t.pump()
 	})
-}
-
-// parseFindCoordinator reads either shape of the answer (a list from v4).
-func parseFindCoordinator(r *kmsg.FindCoordinatorResponse) (int32, string, error) {
-	code, id, host, port := r.ErrorCode, r.NodeID, r.Host, r.Port
-	if r.Version >= 4 {
-		if len(r.Coordinators) == 0 {
-			code = kerr.UnknownServerError.Code
-		} else {
-			co := r.Coordinators[0]
-			code, id, host, port = co.ErrorCode, co.NodeID, co.Host, co.Port
-		}
-	}
-	if code != 0 {
-		return -1, "", fmt.Errorf("FindCoordinator: %w", codeErr(code))
-	}
-	return id, metadata.JoinAddr(host, port), nil
 }
 
 // maybeIdle runs the abort's continuation once no produce request and no
