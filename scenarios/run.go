@@ -104,13 +104,13 @@ const (
 // Failure "panic"; an error is for the harness itself (bad input, a cluster
 // that never bootstrapped).
 func Run(s Scenario, o RunOptions) (*Result, error) {
-	if err := s.Validate(); err != nil {
+	if err := CheckRun(s, o); err != nil {
 		return nil, err
 	}
-	class, _ := s.FaultClass()
 	if o.Messages > 0 {
-		s.Workload.Messages = o.Messages
+		s.Workload.Messages = o.Messages // validated by CheckRun, bounds and all
 	}
+	class, _ := s.FaultClass()
 	if o.DrainBudget == 0 {
 		o.DrainBudget = 30 * time.Second
 	}

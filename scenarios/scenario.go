@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 
@@ -298,6 +299,22 @@ func (s Scenario) Validate() error {
 		return fmt.Errorf("scenario %q: "+format, append([]any{s.Name}, args...)...)
 	}
 	c, p, w := s.Cluster, s.Producer, s.Workload
+	// Kafka's time settings are ints of milliseconds: larger values are
+	// refused before they overflow a duration.
+	for _, t := range []struct {
+		name string
+		ms   int
+	}{
+		{"request.timeout.ms", p.RequestTimeoutMs}, {"delivery.timeout.ms", p.DeliveryTimeoutMs}, {"linger.ms", p.LingerMs},
+		{"transaction.timeout.ms", p.TransactionTimeoutMs}, {"max.block.ms", p.MaxBlockMs},
+		{"session.timeout.ms", s.Consumer.SessionTimeoutMs}, {"heartbeat.interval.ms", s.Consumer.HeartbeatIntervalMs},
+		{"max.poll.interval.ms", s.Consumer.MaxPollIntervalMs}, {"auto.commit.interval.ms", s.Consumer.AutoCommitIntervalMs},
+		{"fetch.max.wait.ms", s.Consumer.FetchMaxWaitMs}, {"replica.lag.time.max.ms", c.ReplicaLagTimeMaxMs},
+	} {
+		if t.ms > math.MaxInt32 {
+			return bad("%s %d > %d (Kafka's int of milliseconds)", t.name, t.ms, math.MaxInt32)
+		}
+	}
 	switch {
 	case c.Brokers < 1 || c.Brokers > 9:
 		return bad("brokers %d outside [1, 9]", c.Brokers)
@@ -321,6 +338,10 @@ func (s Scenario) Validate() error {
 		return bad("transactional.id requires enable.idempotence")
 	case p.Retries < 0:
 		return bad("retries %d < 0", p.Retries)
+	case p.EnableIdempotence && p.Retries == 0:
+		return bad("enable.idempotence requires retries > 0 (Kafka: \"Must set retries to non-zero when using the idempotent producer\")")
+	case p.LingerMs < 0:
+		return bad("linger.ms %d < 0", p.LingerMs)
 	case p.MaxInFlightRequestsPerConnection < 1:
 		return bad("max.in.flight.requests.per.connection %d < 1", p.MaxInFlightRequestsPerConnection)
 	case p.RequestTimeoutMs < 1 || p.DeliveryTimeoutMs < p.RequestTimeoutMs+p.LingerMs:
@@ -333,6 +354,8 @@ func (s Scenario) Validate() error {
 		return bad("session.timeout.ms %d < 1000 (the brokers' group.min.session.timeout.ms)", s.Consumer.SessionTimeoutMs)
 	case s.Consumer.MaxPollIntervalMs < 1:
 		return bad("max.poll.interval.ms %d < 1", s.Consumer.MaxPollIntervalMs)
+	case s.Consumer.EnableAutoCommit && s.Consumer.AutoCommitIntervalMs < 1:
+		return bad("auto.commit.interval.ms %d < 1 with enable.auto.commit (it would commit at every instant)", s.Consumer.AutoCommitIntervalMs)
 	case s.Consumer.FetchMinBytes < 0 || s.Consumer.FetchMinBytes > 1<<20:
 		return bad("fetch.min.bytes %d outside [0, 1048576]", s.Consumer.FetchMinBytes)
 	case s.Consumer.FetchMaxWaitMs < 0 || s.Consumer.FetchMaxWaitMs >= p.RequestTimeoutMs:
@@ -349,8 +372,10 @@ func (s Scenario) Validate() error {
 		return bad("workload.messages %d outside [1, 1000000]", w.Messages)
 	case w.Producers < 1 || w.Producers > 64:
 		return bad("workload.producers %d outside [1, 64]", w.Producers)
-	case w.DurationMs < 1000:
-		return bad("workload.duration.ms %d < 1000", w.DurationMs)
+	case w.DurationMs < 1000 || w.DurationMs > 86_400_000:
+		return bad("workload.duration.ms %d outside [1000, 86400000] (a simulated day)", w.DurationMs)
+	case w.Consumers < 0 || w.Consumers > 64:
+		return bad("workload.consumers %d outside [0, 64]", w.Consumers)
 	case w.ProcessingMs < 0 || w.ProcessingMs > 60000:
 		return bad("workload.processing.ms %d outside [0, 60000]", w.ProcessingMs)
 	case w.CommitIntervalMs < 0 || w.CommitIntervalMs > 60000 || (w.CommitIntervalMs > 0 && w.Kind != ConsumeTransformProduce):
@@ -400,7 +425,11 @@ func (s Scenario) Validate() error {
 		return bad("faults.rate %v outside (0, 20]", s.FaultsRate)
 	}
 	if s.FaultsSchedule != "" {
-		if _, err := faults.ParseSchedule(s.FaultsSchedule); err != nil {
+		sched, err := faults.ParseSchedule(s.FaultsSchedule)
+		if err != nil {
+			return bad("faults.schedule: %v", err)
+		}
+		if err := s.checkSchedule(sched); err != nil {
 			return bad("faults.schedule: %v", err)
 		}
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -24,9 +23,8 @@ lz4 or zstd: the broker speaks none and gzip.
 `
 
 func runBroker(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, brokerUsage); fs.PrintDefaults() }
+	fs := newFlags("broker")
+	fs.Usage = func() { fmt.Fprint(fs.Output(), brokerUsage); fs.PrintDefaults() }
 	id := fs.Int("id", -1, "broker id, 0 or more, unique in the cluster (required)")
 	listen := fs.String("listen", DefaultBrokerListen, "address to listen on and advertise to clients (port 0: any free port, printed on start)")
 	data := fs.String("data", "", "directory holding the broker's logs (required)")
@@ -36,8 +34,8 @@ func runBroker(args []string, stdout, stderr io.Writer) int {
 	fs.Var(msFlag{&hwCheckpoint}, "replica.high.watermark.checkpoint.interval.ms", "how often high watermarks are written to disk")
 	cfg := config.Default()
 	clusterFlags(fs, &cfg)
-	if err := fs.Parse(args); err != nil {
-		return exitParse(err)
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	if code := checkCommon(fs, stderr, "broker", *data, cfg); code != 0 {
 		return code

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,13 +11,16 @@ import (
 )
 
 func runCheck(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("check")
 	expect := fs.String("expect", "none", "the guarantee the history must show (exit 1 if not)")
 	htmlFile := fs.String("html", "", "write the visualization of a non-linearizable partition here")
 	order := fs.String("order", "none", "the order promised: partition, key or none (exit 1 if broken)")
-	if err := fs.Parse(reorder(args)); err != nil {
-		return exitBadInput
+	ordered, err := reorder(args)
+	if err != nil {
+		return badInput(stderr, "check: %v (kafkasim check -h for help)", err)
+	}
+	if code, ok := parseFlags(fs, ordered, stdout, stderr); !ok {
+		return code
 	}
 	if fs.NArg() != 1 {
 		return badInput(stderr, "check: want exactly one history file")
@@ -40,6 +42,9 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return badInput(stderr, "history %s: %v", fs.Arg(0), err)
 	}
+	if len(h) == 0 {
+		return badInput(stderr, "history %s: empty: no operation to judge", fs.Arg(0))
+	}
 	v, err := checkers.Check(h, checkers.Options{Order: o, HTML: *htmlFile})
 	if err != nil {
 		return badInput(stderr, "history %s: %v", fs.Arg(0), err)
@@ -54,19 +59,25 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 }
 
 // reorder moves flags before positional arguments, so `check FILE --expect
-// G` works as well as `check --expect G FILE`.
-func reorder(args []string) []string {
+// G` works as well as `check --expect G FILE`. Every flag of check takes a
+// value (but -h): one without is refused here, not read as the file.
+func reorder(args []string) ([]string, error) {
 	var flags, pos []string
 	for i := 0; i < len(args); i++ {
-		if strings.HasPrefix(args[i], "-") {
-			flags = append(flags, args[i])
-			if !strings.Contains(args[i], "=") && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
-				flags = append(flags, args[i+1])
-				i++
+		a := args[i]
+		if strings.HasPrefix(a, "-") {
+			flags = append(flags, a)
+			if strings.Contains(a, "=") || a == "-h" || a == "-help" || a == "--help" {
+				continue
 			}
+			if i+1 >= len(args) || strings.HasPrefix(args[i+1], "-") {
+				return nil, fmt.Errorf("flag needs an argument: %s", a)
+			}
+			flags = append(flags, args[i+1])
+			i++
 			continue
 		}
-		pos = append(pos, args[i])
+		pos = append(pos, a)
 	}
-	return append(flags, pos...)
+	return append(flags, pos...), nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -45,6 +46,36 @@ const scenarioUsage = `  list    the built-in scenarios: name, claimed guarantee
           to catch it within N seeds: the checkers' own test
 `
 
+// newFlags is a command's flag set. It prints nothing itself: parseFlags
+// reports a bad flag in one line and -h on stdout.
+func newFlags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: kafkasim %s [flags]\n\nflags:\n", name)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseFlags parses args into fs. On -h it prints the command's usage on
+// stdout (exit 0); on a bad flag, one line naming it and where help is
+// (exit 2). ok says whether the command goes on.
+func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, ok bool) {
+	err := fs.Parse(args)
+	switch {
+	case err == nil:
+		return exitOK, true
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(stdout)
+		fs.Usage()
+		fs.SetOutput(io.Discard)
+		return exitOK, false
+	}
+	fmt.Fprintf(stderr, "kafkasim %s: %v (kafkasim %s -h for help)\n", fs.Name(), err, fs.Name())
+	return exitBadInput, false
+}
+
 // badInput reports bad input in one line and returns exit code 2.
 func badInput(stderr io.Writer, format string, args ...any) int {
 	fmt.Fprintf(stderr, "kafkasim: "+format+"\n", args...)
@@ -66,6 +97,8 @@ func addScenarioFlags(fs *flag.FlagSet) scenarioFlags {
 
 func (f scenarioFlags) load() (scenarios.Scenario, error) {
 	switch {
+	case *f.config != "" && *f.name != "":
+		return scenarios.Scenario{}, fmt.Errorf("--scenario %s and --config %s: give one", *f.name, *f.config)
 	case *f.config != "":
 		return scenarios.Load(*f.config)
 	case *f.name != "":

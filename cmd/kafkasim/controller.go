@@ -1,9 +1,9 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
+	"net"
 
 	"github.com/kafkasim/kafkasim/broker/config"
 	"github.com/kafkasim/kafkasim/broker/controller"
@@ -20,18 +20,20 @@ flags must match the brokers'.
 `
 
 func runController(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, controllerUsage); fs.PrintDefaults() }
+	fs := newFlags("controller")
+	fs.Usage = func() { fmt.Fprint(fs.Output(), controllerUsage); fs.PrintDefaults() }
 	listen := fs.String("listen", DefaultControllerListen, "address to listen on (port 0: any free port, printed on start)")
 	data := fs.String("data", "", "directory holding the controller's metadata log (required)")
 	cfg := config.Default()
 	clusterFlags(fs, &cfg)
-	if err := fs.Parse(args); err != nil {
-		return exitParse(err)
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	if code := checkCommon(fs, stderr, "controller", *data, cfg); code != 0 {
 		return code
+	}
+	if _, _, err := net.SplitHostPort(*listen); err != nil {
+		return badInput(stderr, "controller: --listen %s: %v", *listen, err)
 	}
 	return serveNode(stdout, stderr, "controller", host.Options{Listen: *listen, DataDir: *data},
 		func() env.Process { return controller.New(cfg) })

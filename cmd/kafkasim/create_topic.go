@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -22,16 +21,15 @@ that cannot create topics themselves.
 `
 
 func runCreateTopic(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("create-topic", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, createTopicUsage); fs.PrintDefaults() }
+	fs := newFlags("create-topic")
+	fs.Usage = func() { fmt.Fprint(fs.Output(), createTopicUsage); fs.PrintDefaults() }
 	bootstrap := fs.String("bootstrap", DefaultBrokerListen, "comma-separated broker addresses")
 	topic := fs.String("topic", "", "topic name (required)")
 	partitions := fs.Int("partitions", 1, "number of partitions")
 	rf := fs.Int("replication-factor", 3, "replicas per partition")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
-	if err := fs.Parse(args); err != nil {
-		return exitParse(err)
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	switch {
 	case fs.NArg() > 0:

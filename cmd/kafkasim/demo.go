@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -10,14 +9,19 @@ import (
 )
 
 func runDemo(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("demo")
 	seed := fs.Uint64("seed", 1, "root seed of the world")
 	nodes := fs.Int("nodes", 5, "number of nodes")
 	duration := fs.Duration("duration", time.Minute, "simulated duration")
 	faults := fs.Bool("faults", true, "inject a seeded fault schedule")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
+	}
+	switch {
+	case *nodes < 2 || *nodes > 100:
+		return badInput(stderr, "demo: --nodes %d outside [2, 100]", *nodes)
+	case *duration <= 0 || *duration > 24*time.Hour:
+		return badInput(stderr, "demo: --duration %v outside (0, 24h]", *duration)
 	}
 	fmt.Fprintf(stdout, "seed: %d\n", *seed)
 	start := time.Now()

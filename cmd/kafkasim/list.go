@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 
@@ -10,11 +9,10 @@ import (
 )
 
 func runList(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("list", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("list")
 	asJSON := fs.Bool("json", false, "one JSON object per scenario")
-	if err := fs.Parse(args); err != nil {
-		return exitBadInput
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	for _, s := range scenarios.List() {
 		if *asJSON {

@@ -65,6 +65,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if f, ok := scenarioCommands[args[0]]; ok {
 		return f(args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "kafkasim: unknown command %q\n%s", args[0], usage+scenarioUsage)
-	return 2
+	fmt.Fprintf(stderr, "kafkasim: unknown command %q (kafkasim help lists them)\n", args[0])
+	return exitBadInput
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -124,16 +123,15 @@ func (rw *row) weak() string {
 }
 
 func runMatrix(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("matrix", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("matrix")
 	seeds := fs.Int("seeds", DefaultMatrixSeeds, "seeds per scenario, claims and twins alike (1..N)")
 	asJSON := fs.Bool("json", false, "print one JSON object per scenario")
 	parallel := fs.Int("parallel", 0, "worlds run at once (0: GOMAXPROCS)")
 	only := fs.String("scenarios", "", "comma-separated scenario names (default: all)")
 	claimsOnly := fs.Bool("claims", false, "only the claims, no weak twins (the nightly run)")
 	shardFlag := fs.String("shard", "1/1", "this shard I of N: runs the seeds s with s mod N == I-1")
-	if err := fs.Parse(args); err != nil {
-		return exitBadInput
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	if *seeds < 1 {
 		return badInput(stderr, "--seeds %d must be at least 1", *seeds)

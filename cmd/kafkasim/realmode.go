@@ -85,13 +85,6 @@ func checkAdvertisable(addr string) error {
 	return nil
 }
 
-func exitParse(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	return 2
-}
-
 // clusterFlags registers the cluster's knobs under Kafka's own names; the
 // defaults are config.Default's.
 func clusterFlags(fs *flag.FlagSet, c *config.Cluster) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -52,8 +51,7 @@ func toJSON(r *scenarios.Result, reproLine string) runJSON {
 }
 
 func runRun(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("run")
 	sf := addScenarioFlags(fs)
 	seed := fs.Uint64("seed", 1, "the run's root seed")
 	faultsFile := fs.String("faults", "", "a fault schedule (JSON, from shrink) instead of the nemesis's")
@@ -63,8 +61,8 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	historyFile := fs.String("history", "", "write the history here as JSON lines (for kafkasim check)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	defectName := fs.String("defect", "", "plant this broker bug (kafkasim selftest lists them)")
-	if err := fs.Parse(args); err != nil {
-		return exitBadInput
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	s, err := sf.load()
 	if err != nil {
@@ -84,6 +82,9 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 			return badInput(stderr, "%v", err)
 		}
 		opts.Faults = &sched
+	}
+	if err := scenarios.CheckRun(s, opts); err != nil {
+		return badInput(stderr, "%v", err)
 	}
 	if *traceFile != "" {
 		f, err := os.Create(*traceFile)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -190,14 +189,13 @@ func selfTest(ds []defect.Defect, seeds, parallel int, report func(selfTestResul
 }
 
 func runSelfTest(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("selftest", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("selftest")
 	seeds := fs.Int("seeds", 20, "seeds each defect may take (each seed runs every claim)")
 	only := fs.String("defects", "", "comma-separated defects (default: the whole catalogue)")
 	asJSON := fs.Bool("json", false, "print one JSON object per defect")
 	parallel := fs.Int("parallel", 0, "worlds run at once (0: GOMAXPROCS)")
-	if err := fs.Parse(args); err != nil {
-		return exitBadInput
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	if *seeds < 1 {
 		return badInput(stderr, "selftest: --seeds %d < 1", *seeds)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -10,14 +9,13 @@ import (
 )
 
 func runShrink(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("shrink", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("shrink")
 	sf := addScenarioFlags(fs)
 	seed := fs.Uint64("seed", 1, "the failing seed")
 	out := fs.String("out", "", "where to save the shrunk schedule (default shrunk-<scenario>-<seed>.json)")
 	runsMax := fs.Int("runs", 300, "most runs to spend")
-	if err := fs.Parse(args); err != nil {
-		return exitBadInput
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	s, err := sf.load()
 	if err != nil {

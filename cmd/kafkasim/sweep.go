@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -43,15 +42,14 @@ func parseShard(s string) (i, n uint64, err error) {
 }
 
 func runSweep(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("sweep", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlags("sweep")
 	sf := addScenarioFlags(fs)
 	seedsFlag := fs.String("seeds", "1-100", "seed range A-B")
 	shardFlag := fs.String("shard", "1/1", "this shard I of N: runs the seeds s with s mod N == I-1")
 	asJSON := fs.Bool("json", false, "JSON lines even on a terminal")
 	parallel := fs.Int("parallel", 0, "worlds run at once (0: GOMAXPROCS)")
-	if err := fs.Parse(args); err != nil {
-		return exitBadInput
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
 	}
 	s, err := sf.load()
 	if err != nil {
