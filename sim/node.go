@@ -69,6 +69,7 @@ func (w *World) AddNode(name string, factory func() env.Process) *Node {
 		timers:  map[env.TimerID]func(){},
 		conns:   map[env.ConnID]*endpoint{},
 	}
+	n.disk.Observe(func(op disk.Op) { w.trace.disk(n, op) })
 	w.nodes = append(w.nodes, n)
 	w.byName[name] = n
 	w.net.grow(len(w.nodes))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/sim/disk"
 )
 
 type traceKind uint8
@@ -36,6 +37,7 @@ const (
 	traceLog
 	traceFault
 	traceFunc
+	traceDisk
 )
 
 var traceKindNames = [...]string{
@@ -44,7 +46,7 @@ var traceKindNames = [...]string{
 	traceTimer: "timer", traceExec: "exec", traceSend: "send", traceDeliver: "deliver",
 	traceDial: "dial", traceAccept: "accept", traceConnected: "connected", traceRefused: "refused",
 	traceClosed: "closed", traceBlocked: "blocked", traceStall: "stall-reset", traceLog: "log",
-	traceFault: "fault", traceFunc: "func",
+	traceFault: "fault", traceFunc: "func", traceDisk: "disk",
 }
 
 func (k traceKind) String() string { return traceKindNames[k] }
@@ -115,7 +117,7 @@ func (t *Trace) add(r record) {
 	t.fold(uint64(r.kind) | uint64(uint32(r.node))<<8 | uint64(uint32(r.peer))<<40)
 	t.fold(r.id)
 	t.fold(r.arg)
-	if r.text != "" {
+	if r.text != "" && r.kind != traceDisk { // a disk line is folded field by field (disk)
 		t.foldString(r.text)
 	}
 	if cap(t.ring) > 0 {
@@ -168,6 +170,29 @@ func (t *Trace) fault(n *Node, what, detail string) {
 		text += " " + detail
 	}
 	t.add(record{kind: traceFault, node: index(n), peer: -1, text: text})
+}
+
+// disk records an operation on n's disk: its kind, offset, size and the
+// written bytes' checksum fold into the hash with the file's name; the
+// readable line is made only for a JSON trace.
+func (t *Trace) disk(n *Node, op disk.Op) {
+	r := record{kind: traceDisk, node: index(n), peer: -1, id: uint64(op.Off), arg: uint64(op.N) | uint64(op.Sum)<<32}
+	t.foldString(op.Name + "\x00" + op.To)
+	t.fold(uint64(op.Kind))
+	if t.json != nil {
+		r.text = fmt.Sprintf("%s %s", op.Kind, op.Name)
+		switch op.Kind {
+		case disk.OpWrite:
+			r.text += fmt.Sprintf(" @%d+%d crc %08x", op.Off, op.N, op.Sum)
+		case disk.OpSync:
+			r.text += fmt.Sprintf(" durable %d", op.Off)
+		case disk.OpTruncate:
+			r.text += fmt.Sprintf(" to %d", op.Off)
+		case disk.OpRename:
+			r.text += " -> " + op.To
+		}
+	}
+	t.add(r)
 }
 
 // Note records a line from the harness (a workload step, a phase change).

@@ -2,6 +2,7 @@ package disk
 
 import (
 	"fmt"
+	"hash/crc32"
 	"io"
 	"io/fs"
 	"sort"
@@ -20,7 +21,43 @@ type Disk struct {
 
 	// Stats, for tests and the trace.
 	Syncs, Writes, Reads int64
+
+	// observe, if set, hears every operation that changes the disk (see
+	// Observe).
+	observe func(Op)
 }
+
+// OpKind is what an Op did.
+type OpKind uint8
+
+const (
+	OpWrite    OpKind = iota + 1 // N bytes at Off, checksum Sum
+	OpSync                       // made the file durable (Off: its durable size after)
+	OpTruncate                   // cut or grew the file to Off
+	OpRename                     // Name renamed to To
+	OpRemove
+)
+
+var opNames = [...]string{OpWrite: "write", OpSync: "sync", OpTruncate: "truncate", OpRename: "rename", OpRemove: "remove"}
+
+func (k OpKind) String() string { return opNames[k] }
+
+// Op is one operation that changed what the disk holds or will hold after
+// a power loss.
+type Op struct {
+	Kind   OpKind
+	Name   string
+	To     string // OpRename's new name
+	Off, N int64
+	Sum    uint32 // OpWrite: CRC-32C of the bytes written
+}
+
+// Observe makes f hear every successful write, sync, truncation, rename
+// and removal, in order: the world folds them into its trace hash, so two
+// runs that wrote or synced differently do not hash alike.
+func (d *Disk) Observe(f func(Op)) { d.observe = f }
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 type file struct {
 	data    []byte // current content, page cache included
@@ -158,6 +195,9 @@ func (d *Disk) WriteAt(name string, p []byte, off int64) error {
 		f.data = growTo(f.data, end)
 	}
 	copy(f.data[off:], p)
+	if d.observe != nil {
+		d.observe(Op{Kind: OpWrite, Name: name, Off: off, N: int64(len(p)), Sum: crc32.Checksum(p, castagnoli)})
+	}
 	w := write{off: off, n: int64(len(p))}
 	if !f.appendOnly {
 		w.data = append([]byte(nil), p...)
@@ -230,6 +270,9 @@ func (d *Disk) Sync(name string) error {
 	}
 	f.pending = f.pending[:0]
 	f.appendOnly = true
+	if d.observe != nil {
+		d.observe(Op{Kind: OpSync, Name: name, Off: int64(len(f.durable))})
+	}
 	return nil
 }
 
@@ -245,6 +288,9 @@ func (d *Disk) Truncate(name string, size int64) error {
 		return err
 	}
 	d.Writes++
+	if d.observe != nil {
+		d.observe(Op{Kind: OpTruncate, Name: name, Off: size})
+	}
 	if size >= int64(len(f.data)) {
 		return d.WriteAt(name, make([]byte, size-int64(len(f.data))), int64(len(f.data)))
 	}
@@ -277,11 +323,17 @@ func (d *Disk) Rename(from, to string) error {
 	}
 	delete(d.files, from)
 	d.files[to] = f
+	if d.observe != nil {
+		d.observe(Op{Kind: OpRename, Name: from, To: to})
+	}
 	return nil
 }
 
 // Remove implements env.Disk.
 func (d *Disk) Remove(name string) error {
+	if _, ok := d.files[name]; ok && d.observe != nil {
+		d.observe(Op{Kind: OpRemove, Name: name})
+	}
 	delete(d.files, name)
 	return nil
 }
