@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/kafkasim/kafkasim/faults"
@@ -70,22 +71,63 @@ func TestWeakTwinsAreCaught(t *testing.T) {
 	}
 }
 
-// TestEveryScenarioReplaysByteForByte runs each scenario's first seed
-// twice, once on one core, and requires the same trace hash.
+// TestEveryScenarioReplaysByteForByte runs every catalogue scenario on
+// KAFKASIM_REPLAY_SEEDS seeds (default 3) twice — all of them on two cores,
+// then all of them again on one — and requires equal trace hashes and event
+// counts, as FoundationDB reruns a sample of its seeds: the hash covers
+// every message, timer, fault and disk operation, so any difference is
+// nondeterminism (map order, a goroutine, the wall clock). .ci/run does the
+// same across processes.
 func TestEveryScenarioReplaysByteForByte(t *testing.T) {
-	for _, s := range List() {
+	seeds := seedsFromEnv("KAFKASIM_REPLAY_SEEDS", 3)
+	type run struct {
+		hash   string
+		events uint64
+		err    error
+	}
+	all := List()
+	runAll := func(procs int) [][]run {
+		old := runtime.GOMAXPROCS(procs)
+		defer runtime.GOMAXPROCS(old)
+		out := make([][]run, len(all))
+		jobs := make(chan int)
+		var wg sync.WaitGroup
+		for range procs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range jobs {
+					out[i] = make([]run, seeds)
+					for j := range seeds {
+						r, err := Run(all[i], RunOptions{Seed: uint64(j + 1)})
+						out[i][j] = run{hash: r.TraceHash, events: r.Events, err: err}
+					}
+				}
+			}()
+		}
+		for i := range all {
+			jobs <- i
+		}
+		close(jobs)
+		wg.Wait()
+		return out
+	}
+	two := runAll(2)
+	one := runAll(1)
+	for i, s := range all {
 		t.Run(s.Name, func(t *testing.T) {
-			first, err := Run(s, RunOptions{Seed: 1})
-			require.NoError(t, err)
-			old := runtime.GOMAXPROCS(1)
-			again, err := Run(s, RunOptions{Seed: 1})
-			runtime.GOMAXPROCS(old)
-			require.NoError(t, err)
-			require.Equal(t, first.TraceHash, again.TraceHash)
-			require.Equal(t, first.Events, again.Events)
-			other, err := Run(s, RunOptions{Seed: 2})
-			require.NoError(t, err)
-			require.NotEqual(t, first.TraceHash, other.TraceHash, "seeds 1 and 2 gave the same run")
+			hashes := map[string]int{}
+			for j := range seeds {
+				a, b := two[i][j], one[i][j]
+				require.NoError(t, a.err)
+				require.NoError(t, b.err)
+				require.Equal(t, a.hash, b.hash, "seed %d: GOMAXPROCS 2 and 1 ran differently", j+1)
+				require.Equal(t, a.events, b.events, "seed %d", j+1)
+				if k, dup := hashes[a.hash]; dup {
+					t.Fatalf("seeds %d and %d gave the same run", k, j+1)
+				}
+				hashes[a.hash] = j + 1
+			}
 		})
 	}
 }

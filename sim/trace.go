@@ -190,6 +190,8 @@ func (t *Trace) disk(n *Node, op disk.Op) {
 			r.text += fmt.Sprintf(" to %d", op.Off)
 		case disk.OpRename:
 			r.text += " -> " + op.To
+		case disk.OpPowerLoss:
+			r.text += fmt.Sprintf(" left %d bytes (lost %d) crc %08x", op.Off, op.N, op.Sum)
 		}
 	}
 	t.add(r)

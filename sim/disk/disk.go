@@ -36,9 +36,10 @@ const (
 	OpTruncate                   // cut or grew the file to Off
 	OpRename                     // Name renamed to To
 	OpRemove
+	OpPowerLoss // unsynced writes dropped: Off the size after, N bytes lost, Sum the checksum of what survived
 )
 
-var opNames = [...]string{OpWrite: "write", OpSync: "sync", OpTruncate: "truncate", OpRename: "rename", OpRemove: "remove"}
+var opNames = [...]string{OpWrite: "write", OpSync: "sync", OpTruncate: "truncate", OpRename: "rename", OpRemove: "remove", OpPowerLoss: "power-loss"}
 
 func (k OpKind) String() string { return opNames[k] }
 
@@ -53,7 +54,7 @@ type Op struct {
 }
 
 // Observe makes f hear every successful write, sync, truncation, rename
-// and removal, in order: the world folds them into its trace hash, so two
+// and removal, and what each power loss dropped, in order: the world folds them into its trace hash, so two
 // runs that wrote or synced differently do not hash alike.
 func (d *Disk) Observe(f func(Op)) { d.observe = f }
 

@@ -124,3 +124,26 @@ func TestRenameReplacesAndListIsSorted(t *testing.T) {
 	require.Equal(t, "new", string(got), "an atomic write is durable")
 	require.Equal(t, []string{"a", "b/1", "b/2", "c"}, d.List(""))
 }
+
+// The world folds these operations into its trace hash; an overwrite that a
+// power loss undoes changes no size, so only its report tells it happened.
+func TestTheObserverHearsEveryChangeAndWhatPowerLossUndid(t *testing.T) {
+	d := New()
+	var ops []string
+	d.Observe(func(op Op) { ops = append(ops, op.Kind.String()+" "+op.Name) })
+	require.NoError(t, d.WriteAt("f", []byte("0123"), 0))
+	require.NoError(t, d.Sync("f"))
+	require.NoError(t, d.WriteAt("f", []byte("x"), 1))
+	require.NoError(t, d.Append("g", []byte("synced")))
+	require.NoError(t, d.Sync("g"))
+	require.Equal(t, int64(0), d.PowerLoss(false, env.NewRand(1)), "no file shrank")
+	require.NoError(t, d.Rename("g", "h"))
+	require.NoError(t, d.Truncate("h", 2))
+	require.NoError(t, d.Remove("h"))
+	require.NoError(t, d.Remove("never-was"))
+	require.Equal(t, []string{
+		"write f", "sync f", "write f", "write g", "sync g",
+		"power-loss f", // g was synced: unchanged, unreported
+		"rename g", "truncate h", "remove h",
+	}, ops)
+}

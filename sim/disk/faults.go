@@ -1,6 +1,9 @@
 package disk
 
 import (
+	"bytes"
+	"hash/crc32"
+
 	"github.com/kafkasim/kafkasim/env"
 )
 
@@ -8,7 +11,9 @@ import (
 // unsynced writes of each file are instead let through in order up to a
 // random cut, and the write the cut falls in is torn (only its first bytes
 // land) — the disk was part-way through writeback when the power went. It
-// returns the number of unsynced bytes lost.
+// returns the number of unsynced bytes lost. Each file whose content
+// changed is reported to the observer as an OpPowerLoss: its size after, the
+// bytes it shrank by and the checksum of what survived.
 func (d *Disk) PowerLoss(torn bool, r *env.Rand) int64 {
 	var lost int64
 	for _, name := range d.List("") {
@@ -34,8 +39,10 @@ func (d *Disk) PowerLoss(torn bool, r *env.Rand) int64 {
 				cut -= n + 1
 			}
 		}
-		if int64(len(img)) < before {
-			lost += before - int64(len(img))
+		shrank := max(before-int64(len(img)), 0)
+		lost += shrank
+		if d.observe != nil && !bytes.Equal(img, f.data) {
+			d.observe(Op{Kind: OpPowerLoss, Name: name, Off: int64(len(img)), N: shrank, Sum: crc32.Checksum(img, castagnoli)})
 		}
 		f.data = img
 		f.durable = append([]byte(nil), img...)
