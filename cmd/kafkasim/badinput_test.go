@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
 
 // Every bad input gets exit 2 and one line on stderr that names the thing
-// and the rule; nothing runs first. The cases are what a new user tried.
+// and the rule; nothing runs first, and little is allocated. The cases are
+// what a new user tried.
 func TestEveryBadInputGetsOneLineAndExit2(t *testing.T) {
 	dir := t.TempDir()
 	file := func(name, content string) string {
@@ -54,12 +56,21 @@ func TestEveryBadInputGetsOneLineAndExit2(t *testing.T) {
 		{[]string{"check", empty, "--expect"}, `flag needs an argument: --expect`},
 		{[]string{"check", empty, "--expect", "twice"}, `unknown guarantee "twice"`},
 		{[]string{"sweep", "--scenario", "acks0", "--seeds", "5-1"}, `5-1`},
+		{[]string{"sweep", "--scenario", "acks0", "--seeds", "1-1000000000000", "--shard", "3/2"}, `3/2`},
 		{[]string{"matrix", "--seeds", "0"}, `0`},
 		{[]string{"selftest", "--seeds", "0"}, `--seeds 0 < 1`},
 		{[]string{"controller", "--listen", "notanaddr", "--data", dir}, `--listen notanaddr`},
 	} {
 		var out, errs bytes.Buffer
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
 		code := run(c.args, &out, &errs)
+		runtime.ReadMemStats(&after)
+		// Refused before anything is built: a billion messages or a
+		// simulated century must not allocate first.
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+			t.Errorf("kafkasim %s: allocated %d MiB before refusing", strings.Join(c.args, " "), alloc>>20)
+		}
 		line := strings.TrimRight(errs.String(), "\n")
 		if code != exitBadInput || strings.Count(line, "\n") != 0 || !strings.Contains(line, c.want) {
 			t.Errorf("kafkasim %s: exit %d, stderr %q: want exit 2 and one line with %q", strings.Join(c.args, " "), code, errs.String(), c.want)
