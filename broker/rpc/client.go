@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kafkasim/kafkasim/broker/inflight"
 	"github.com/kafkasim/kafkasim/broker/wire"
 	"github.com/kafkasim/kafkasim/env"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -54,43 +55,24 @@ type ClientOptions struct {
 	ReconnectBackoff, ReconnectBackoffMax time.Duration
 }
 
-// Client is a connection to one server, redialed as needed.
+// Client is a connection to one server, redialed as needed: an
+// inflight.Conn carrying Kafka requests. It negotiates versions with
+// ApiVersions on every new connection and matches answers to requests by
+// correlation id, in order.
 type Client struct {
-	router *Router
-	e      env.Env
-	addr   string
-	opts   ClientOptions
-
-	conn     env.ConnID
-	state    clientState
+	router   *Router
+	e        env.Env
+	addr     string
+	opts     ClientOptions
+	conn     *inflight.Conn[*call, kmsg.Response]
 	versions wire.Versions // the server's, from ApiVersions
 	corr     int32
-	waiting  []*call // not sent yet: before connect or version negotiation
-	inflight []*call // sent, answers come in this order
-
-	backoff     time.Duration
-	redialTimer env.TimerID
-	redialAt    env.Time
-	shut        bool
 }
-
-type clientState uint8
-
-const (
-	idle clientState = iota
-	dialing
-	negotiating
-	ready
-)
 
 type call struct {
 	req      kmsg.Request
 	corr     int32
-	timeout  time.Duration
-	timer    env.TimerID
-	done     func(kmsg.Response, error)
 	noAnswer bool
-	finished bool
 }
 
 // NewClient returns a client for addr. It dials on first use.
@@ -101,82 +83,86 @@ func NewClient(r *Router, addr string, opts ClientOptions) *Client {
 	if opts.ReconnectBackoffMax == 0 {
 		opts.ReconnectBackoffMax = time.Second
 	}
-	return &Client{router: r, e: r.e, addr: addr, opts: opts}
+	c := &Client{router: r, e: r.e, addr: addr, opts: opts}
+	c.conn = inflight.New[*call, kmsg.Response](r.e, addr, protocol{c}, inflight.Options{
+		ReconnectBackoff:    opts.ReconnectBackoff,
+		ReconnectBackoffMax: opts.ReconnectBackoffMax,
+		Errors: inflight.Errors{
+			NotSentInTime: ErrNotSent,
+			Timeout:       ErrTimeout,
+			// Every request in flight shares the timed-out one's
+			// fate: the connection they were on is gone.
+			InflightOnTimeout: ErrTimeout,
+			Disconnected:      ErrDisconnected,
+			Closed:            ErrNotSent,
+		},
+	})
+	return c
 }
 
 // Addr is the server's address.
 func (c *Client) Addr() string { return c.addr }
 
 // Ready reports whether the connection is up and versions are known.
-func (c *Client) Ready() bool { return c.state == ready }
+func (c *Client) Ready() bool { return c.conn.Ready() }
 
 // Inflight is the number of requests sent and not yet answered.
-func (c *Client) Inflight() int { return len(c.inflight) }
+func (c *Client) Inflight() int { return len(c.conn.Inflight()) }
 
 // Do sends req and calls done with the response or a *CallError. timeout
 // (0: none) bounds the whole call: still unsent at the deadline it fails
 // with ErrNotSent, sent and unanswered with ErrTimeout.
 func (c *Client) Do(req kmsg.Request, timeout time.Duration, done func(kmsg.Response, error)) {
-	c.enqueue(&call{req: req, timeout: timeout, done: done})
+	c.enqueue(&call{req: req}, timeout, done)
 }
 
 // Send sends req expecting no answer (Produce with acks=0); done is called
 // once it is handed to the connection, or with ErrNotSent.
 func (c *Client) Send(req kmsg.Request, done func(error)) {
-	c.enqueue(&call{req: req, noAnswer: true, done: func(_ kmsg.Response, err error) { done(err) }})
+	c.enqueue(&call{req: req, noAnswer: true}, 0, func(_ kmsg.Response, err error) { done(err) })
 }
 
-func (c *Client) enqueue(k *call) {
-	if c.shut {
-		c.finish(k, nil, ErrNotSent)
+func (c *Client) enqueue(k *call, timeout time.Duration, done func(kmsg.Response, error)) {
+	done = c.wrap(k.req, done)
+	if c.conn.Shut() {
+		done(nil, ErrNotSent)
 		return
 	}
-	c.waiting = append(c.waiting, k)
-	if k.timeout > 0 {
-		k.timer = c.e.AfterFunc(k.timeout, func() { c.timedOut(k) })
-	}
-	switch c.state {
-	case idle:
-		c.dial()
-	case ready:
-		c.flush()
+	c.conn.Enqueue(k, timeout, done)
+}
+
+// wrap makes every error done gets a *CallError naming the API and server.
+func (c *Client) wrap(req kmsg.Request, done func(kmsg.Response, error)) func(kmsg.Response, error) {
+	return func(resp kmsg.Response, err error) {
+		if err != nil {
+			err = &CallError{Addr: c.addr, API: kmsg.NameForKey(req.Key()), Err: err}
+		}
+		done(resp, err)
 	}
 }
 
-func (c *Client) dial() {
-	if c.redialTimer != 0 {
-		return // a redial is already scheduled
-	}
-	if now := c.e.Now(); now < c.redialAt {
-		c.redialTimer = c.e.AfterFunc(c.redialAt.Sub(now), func() {
-			c.redialTimer = 0
-			if c.state == idle && len(c.waiting) > 0 && !c.shut {
-				c.dial()
-			}
-		})
-		return
-	}
-	c.state = dialing
-	c.conn = c.e.Dial(c.addr)
-	c.router.clients[c.conn] = c
-}
+// protocol is the Kafka protocol as the inflight.Conn sees it.
+type protocol struct{ c *Client }
 
-func (c *Client) connected(conn env.ConnID) {
-	if conn != c.conn || c.state != dialing {
-		return
-	}
-	c.backoff = 0
-	c.state = negotiating
+func (p protocol) Dialed(conn env.ConnID) { p.c.router.clients[conn] = p.c }
+func (p protocol) Forget(conn env.ConnID) { delete(p.c.router.clients, conn) }
+
+// Handshake asks for the server's versions first: nothing else is sent
+// until the answer came (KIP-35).
+func (p protocol) Handshake(conn env.ConnID) bool {
+	c := p.c
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.SetVersion(0) // understood by every server; v0 needs no client software fields
 	c.corr++
-	c.inflight = append(c.inflight, &call{req: req, corr: c.corr, done: c.negotiated})
+	k := &call{req: req, corr: c.corr}
+	c.conn.Push(k, c.wrap(req, c.negotiated))
 	c.e.Send(conn, wire.AppendRequest(nil, req, c.corr, c.opts.ClientID))
+	return false
 }
 
 func (c *Client) negotiated(resp kmsg.Response, err error) {
 	if err != nil {
-		return // closed already handled the waiting calls
+		return // the connection's end already failed the waiting calls
 	}
 	av := resp.(*kmsg.ApiVersionsResponse)
 	var ranges []wire.Range
@@ -186,168 +172,56 @@ func (c *Client) negotiated(resp kmsg.Response, err error) {
 		}
 	}
 	c.versions = wire.NewVersions(ranges...)
-	c.state = ready
-	c.flush()
+	c.conn.MarkReady()
 }
 
-// flush sends every waiting call.
-func (c *Client) flush() {
-	for len(c.waiting) > 0 && c.state == ready {
-		k := c.waiting[0]
-		c.waiting = c.waiting[1:]
-		clientMax := k.req.MaxVersion()
-		if r, ok := c.opts.Speaks.Lookup(k.req.Key()); ok {
-			clientMax = r.Max
-		}
-		v, ok := c.versions.Highest(k.req.Key(), clientMax)
-		if !ok {
-			c.finish(k, nil, ErrUnsupported)
-			continue
-		}
-		k.req.SetVersion(v)
-		c.corr++
-		k.corr = c.corr
-		c.e.Send(c.conn, wire.AppendRequest(nil, k.req, k.corr, c.opts.ClientID))
-		if k.noAnswer {
-			c.finish(k, nil, nil)
-			continue
-		}
-		c.inflight = append(c.inflight, k)
+// Send encodes a request at the highest version both sides speak.
+func (p protocol) Send(conn env.ConnID, k *call) (answered bool, err error) {
+	c := p.c
+	clientMax := k.req.MaxVersion()
+	if r, ok := c.opts.Speaks.Lookup(k.req.Key()); ok {
+		clientMax = r.Max
 	}
+	v, ok := c.versions.Highest(k.req.Key(), clientMax)
+	if !ok {
+		return false, ErrUnsupported
+	}
+	k.req.SetVersion(v)
+	c.corr++
+	k.corr = c.corr
+	c.e.Send(conn, wire.AppendRequest(nil, k.req, k.corr, c.opts.ClientID))
+	return !k.noAnswer, nil
 }
+
+func (c *Client) connected(conn env.ConnID) { c.conn.Connected(conn) }
 
 func (c *Client) received(conn env.ConnID, frame []byte) {
-	if conn != c.conn {
+	if conn != c.conn.ID() {
 		return
 	}
 	corr, err := wire.ResponseCorrelation(frame)
-	if err != nil || len(c.inflight) == 0 || c.inflight[0].corr != corr {
+	inflight := c.conn.Inflight()
+	if err != nil || len(inflight) == 0 || inflight[0].Req.corr != corr {
 		c.e.Log("bad-response", "addr", c.addr, "corr", corr)
-		c.fail(ErrBadResponse)
+		c.conn.Drop(nil, nil, ErrBadResponse)
 		return
 	}
-	k := c.inflight[0]
-	c.inflight = c.inflight[1:]
-	resp, err := wire.ParseResponse(frame, k.req)
+	resp, err := wire.ParseResponse(frame, inflight[0].Req.req)
 	if err != nil {
 		c.e.Log("bad-response", "addr", c.addr, "error", err.Error())
-		c.finish(k, nil, ErrBadResponse)
-		c.fail(ErrBadResponse)
+		c.conn.End(0, nil, ErrBadResponse)
+		c.conn.Drop(nil, nil, ErrBadResponse)
 		return
 	}
-	c.finish(k, resp, nil)
+	c.conn.End(0, resp, nil)
 }
 
-func (c *Client) timedOut(k *call) {
-	if k.finished {
-		return
-	}
-	k.timer = 0
-	for i, w := range c.waiting {
-		if w == k {
-			// Never sent: it certainly did not happen.
-			c.waiting = append(c.waiting[:i:i], c.waiting[i+1:]...)
-			c.finish(k, nil, ErrNotSent)
-			return
-		}
-	}
-	// Answers come in order: the only way past a lost one is a new
-	// connection, as Kafka clients do.
-	c.fail(ErrTimeout)
-}
-
-func (c *Client) closed(conn env.ConnID) {
-	if conn != c.conn {
-		return
-	}
-	wasDialing := c.state == dialing
-	c.reset(ErrDisconnected)
-	if wasDialing {
-		c.bumpBackoff()
-		// Nothing was sent: whatever waits fails definitely if we give up,
-		// but a redial may still carry it.
-	}
-	if len(c.waiting) > 0 && !c.shut {
-		c.dial()
-	}
-}
-
-func (c *Client) bumpBackoff() {
-	if c.backoff == 0 {
-		c.backoff = c.opts.ReconnectBackoff
-	} else {
-		c.backoff = min(2*c.backoff, c.opts.ReconnectBackoffMax)
-	}
-	jitter := time.Duration(c.e.Rand().Int63n(int64(c.backoff)/5 + 1))
-	c.redialAt = c.e.Now().Add(c.backoff + jitter)
-}
-
-// fail closes the connection and fails everything in flight with err.
-func (c *Client) fail(err error) {
-	if c.state == idle {
-		return
-	}
-	c.e.Close(c.conn)
-	delete(c.router.clients, c.conn)
-	c.reset(err)
-	c.bumpBackoff()
-	if len(c.waiting) > 0 && !c.shut {
-		c.dial()
-	}
-}
-
-// reset forgets the connection: calls in flight end with err; waiting calls
-// stay for the next connection.
-func (c *Client) reset(err error) {
-	inflight := c.inflight
-	c.inflight = nil
-	c.state = idle
-	c.conn = 0
-	for _, k := range inflight {
-		c.finish(k, nil, err)
-	}
-}
+func (c *Client) closed(conn env.ConnID) { c.conn.Closed(conn) }
 
 // FailWaiting fails every call not yet sent with ErrNotSent (e.g. when the
 // caller gives up on this server).
-func (c *Client) FailWaiting() {
-	waiting := c.waiting
-	c.waiting = nil
-	for _, k := range waiting {
-		c.finish(k, nil, ErrNotSent)
-	}
-}
+func (c *Client) FailWaiting() { c.conn.FailWaiting(ErrNotSent) }
 
 // Close closes the connection: calls in flight fail with ErrDisconnected,
 // waiting ones with ErrNotSent. The client can not be used again.
-func (c *Client) Close() {
-	if c.shut {
-		return
-	}
-	c.shut = true
-	if c.state != idle {
-		c.e.Close(c.conn)
-		delete(c.router.clients, c.conn)
-	}
-	if c.redialTimer != 0 {
-		c.e.Cancel(c.redialTimer)
-		c.redialTimer = 0
-	}
-	c.reset(ErrDisconnected)
-	c.FailWaiting()
-}
-
-func (c *Client) finish(k *call, resp kmsg.Response, err error) {
-	if k.finished {
-		return
-	}
-	k.finished = true
-	if k.timer != 0 {
-		c.e.Cancel(k.timer)
-		k.timer = 0
-	}
-	if err != nil {
-		err = &CallError{Addr: c.addr, API: kmsg.NameForKey(k.req.Key()), Err: err}
-	}
-	k.done(resp, err)
-}
+func (c *Client) Close() { c.conn.Close() }

@@ -130,16 +130,19 @@ func TestClientRedialsAfterServerRestart(t *testing.T) {
 
 func TestMalformedFrameClosesTheConnection(t *testing.T) {
 	w, c, _ := world(t)
-	closed := false
-	var conn env.ConnID
-	w.Node("client").Exec(func() { conn = c.e.Dial("server") })
+	var cl *Client
+	w.Node("client").Exec(func() {
+		cl = NewClient(c.Router, "server", ClientOptions{ClientID: "test"})
+		cl.Do(kmsg.NewPtrMetadataRequest(), time.Second, func(_ kmsg.Response, err error) { require.NoError(t, err) })
+	})
 	require.NoError(t, w.RunFor(100*time.Millisecond))
-	c.Router.clients[conn] = &Client{router: c.Router, e: c.e, conn: conn, state: ready}
+	require.True(t, cl.Ready())
+	conn := cl.conn.ID()
 	w.Node("client").Exec(func() { c.e.Send(conn, []byte{0, 3, 0, 1, 0}) })
 	require.NoError(t, w.RunFor(100*time.Millisecond))
 	_, still := c.Router.clients[conn]
-	closed = !still
-	require.True(t, closed)
+	require.False(t, still, "the server closed the connection the malformed frame came on")
+	require.False(t, cl.Ready())
 }
 
 func TestUnsupportedVersionGetsKafkasErrorResponse(t *testing.T) {

@@ -2,9 +2,9 @@ package sink
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
+	"github.com/kafkasim/kafkasim/broker/inflight"
 	"github.com/kafkasim/kafkasim/env"
 )
 
@@ -46,49 +46,42 @@ func (o ClientOptions) withDefaults() ClientOptions {
 // client's, so a process that also runs Kafka clients offers each callback
 // to the sink client first and passes it on when the answer is false.
 //
-// Calls are pipelined on one connection, dialed on first use and redialed
-// with backoff. A call not yet sent waits for a connection until its
-// timeout; a call sent is never re-sent by the client (that could apply a
-// write twice): if its connection drops it fails indefinitely.
+// Calls are pipelined on one connection (an inflight.Conn), dialed on first
+// use and redialed with backoff. A call not yet sent waits for a connection
+// until its timeout; a call sent is never re-sent by the client (that could
+// apply a write twice): if its connection drops it fails indefinitely.
+// Answers may come in any order; each names its call.
 type Client struct {
-	e    env.Env
-	addr string
-	opts ClientOptions
-
-	conn  env.ConnID
-	state clientState
-
-	idNext   uint64
-	waiting  []*call // not sent yet, in call order
-	inflight []*call // sent, in send order
-
-	backoff     time.Duration
-	redialAt    env.Time
-	redialTimer env.TimerID
-	shut        bool
+	e      env.Env
+	addr   string
+	opts   ClientOptions
+	conn   *inflight.Conn[*call, *response]
+	idNext uint64
 }
 
-type clientState uint8
-
-const (
-	idle clientState = iota
-	dialing
-	ready
-)
-
 type call struct {
-	id       uint64
-	op       op
-	frame    []byte
-	timer    env.TimerID
-	done     func(*response, error)
-	finished bool
+	id    uint64
+	op    op
+	frame []byte
 }
 
 // NewClient returns a client of the sink server at addr, for the process
 // running on e. It dials on first use.
 func NewClient(e env.Env, addr string, opts ClientOptions) *Client {
-	return &Client{e: e, addr: addr, opts: opts.withDefaults()}
+	opts = opts.withDefaults()
+	c := &Client{e: e, addr: addr, opts: opts}
+	c.conn = inflight.New[*call, *response](e, addr, protocol{e}, inflight.Options{
+		ReconnectBackoff:    opts.ReconnectBackoff,
+		ReconnectBackoffMax: opts.ReconnectBackoffMax,
+		Errors: inflight.Errors{
+			NotSentInTime:     fmt.Errorf("%w: no connection to %s in time", ErrNotSent, addr),
+			Timeout:           ErrTimeout,
+			InflightOnTimeout: ErrDisconnected,
+			Disconnected:      ErrDisconnected,
+			Closed:            fmt.Errorf("%w: client closed", ErrNotSent),
+		},
+	})
+	return c
 }
 
 // Addr is the server's address.
@@ -96,7 +89,7 @@ func (c *Client) Addr() string { return c.addr }
 
 // Outstanding is the number of calls not yet finished (waiting or in
 // flight).
-func (c *Client) Outstanding() int { return len(c.waiting) + len(c.inflight) }
+func (c *Client) Outstanding() int { return c.conn.Waiting() + len(c.conn.Inflight()) }
 
 // Write applies puts atomically — all of them or none — if every condition
 // holds, and calls done once the write is durable (with its revision) or
@@ -203,7 +196,7 @@ func (c *Client) refuse(o op, err error, done func(error)) {
 
 func (c *Client) enqueue(req *request, timeout time.Duration, done func(*response, error)) {
 	switch {
-	case c.shut:
+	case c.conn.Shut():
 		c.refuse(req.op, fmt.Errorf("%w: client closed", ErrNotSent), func(err error) { done(nil, err) })
 		return
 	case c.Outstanding() >= c.opts.RequestsQueuedMax:
@@ -217,198 +210,68 @@ func (c *Client) enqueue(req *request, timeout time.Duration, done func(*respons
 		c.refuse(req.op, fmt.Errorf("%w: request of %d bytes exceeds %d", ErrInvalid, len(frame), FrameBytesMax), func(err error) { done(nil, err) })
 		return
 	}
-	k := &call{id: req.id, op: req.op, frame: frame, done: done}
-	if timeout > 0 {
-		k.timer = c.e.AfterFunc(timeout, func() { c.timedOut(k) })
-	}
-	c.waiting = append(c.waiting, k)
-	if c.state == ready {
-		c.flush()
-	} else {
-		c.maybeDial()
-	}
+	c.conn.Enqueue(&call{id: req.id, op: req.op, frame: frame}, timeout, func(resp *response, err error) {
+		if err != nil {
+			err = c.callError(req.op, err)
+		}
+		done(resp, err)
+	})
 }
 
-func (c *Client) maybeDial() {
-	if c.state != idle || len(c.waiting) == 0 || c.shut || c.redialTimer != 0 {
-		return
-	}
-	if now := c.e.Now(); now < c.redialAt {
-		c.redialTimer = c.e.AfterFunc(c.redialAt.Sub(now), func() {
-			c.redialTimer = 0
-			c.maybeDial()
-		})
-		return
-	}
-	c.state = dialing
-	c.conn = c.e.Dial(c.addr)
-}
+// protocol is the sink protocol as the inflight.Conn sees it: no
+// handshake, a frame per call.
+type protocol struct{ e env.Env }
 
-// flush sends every waiting call.
-func (c *Client) flush() {
-	for len(c.waiting) > 0 && c.state == ready {
-		k := c.waiting[0]
-		c.waiting[0] = nil
-		c.waiting = c.waiting[1:]
-		c.e.Send(c.conn, k.frame)
-		k.frame = nil
-		c.inflight = append(c.inflight, k)
-	}
+func (protocol) Dialed(env.ConnID)         {}
+func (protocol) Forget(env.ConnID)         {}
+func (protocol) Handshake(env.ConnID) bool { return true }
+
+func (p protocol) Send(conn env.ConnID, k *call) (bool, error) {
+	p.e.Send(conn, k.frame)
+	k.frame = nil
+	return true, nil
 }
 
 // Connected is the process's env.Process callback; it reports whether the
 // connection is this client's.
 func (c *Client) Connected(conn env.ConnID, _ string, inbound bool) bool {
-	if inbound || conn == 0 || conn != c.conn {
-		return false
-	}
-	if c.state == dialing {
-		c.state = ready
-		c.backoff = 0
-		c.flush()
-	}
-	return true
+	return !inbound && c.conn.Connected(conn)
 }
 
 // Received is the process's env.Process callback; it reports whether the
 // connection is this client's.
 func (c *Client) Received(conn env.ConnID, frame []byte) bool {
-	if conn == 0 || conn != c.conn {
+	if conn == 0 || conn != c.conn.ID() {
 		return false
 	}
 	resp, err := decodeResponse(frame)
 	if err != nil {
 		c.e.Log("sink-bad-response", "addr", c.addr, "error", err.Error())
-		c.drop(nil, ErrBadResponse)
+		c.conn.Drop(nil, nil, ErrBadResponse)
 		return true
 	}
-	for i, k := range c.inflight {
-		if k.id != resp.id {
+	for i, k := range c.conn.Inflight() {
+		if k.Req.id != resp.id {
 			continue
 		}
-		if k.op != resp.op {
+		if k.Req.op != resp.op {
 			break
 		}
-		c.inflight = slices.Delete(c.inflight, i, i+1)
-		c.finish(k, resp, nil)
+		c.conn.End(i, resp, nil)
 		return true
 	}
 	c.e.Log("sink-bad-response", "addr", c.addr, "error", fmt.Sprintf("answer %d (%v) matches no call in flight", resp.id, resp.op))
-	c.drop(nil, ErrBadResponse)
+	c.conn.Drop(nil, nil, ErrBadResponse)
 	return true
 }
 
 // Closed is the process's env.Process callback; it reports whether the
 // connection was this client's.
-func (c *Client) Closed(conn env.ConnID) bool {
-	if conn == 0 || conn != c.conn {
-		return false
-	}
-	if c.state == dialing {
-		c.bumpBackoff() // refused or unreachable: nothing was sent
-	}
-	c.conn, c.state = 0, idle
-	c.failInflight(nil, nil, ErrDisconnected)
-	c.maybeDial()
-	return true
-}
-
-func (c *Client) timedOut(k *call) {
-	k.timer = 0
-	if k.finished {
-		return
-	}
-	for i, w := range c.waiting {
-		if w == k {
-			c.waiting = slices.Delete(c.waiting, i, i+1)
-			c.finish(k, nil, fmt.Errorf("%w: no connection to %s in time", ErrNotSent, c.addr))
-			return
-		}
-	}
-	// Sent and unanswered: the server may be gone or cut off. Drop the
-	// connection so that later calls find out fast on a new one.
-	c.drop(k, ErrTimeout)
-}
-
-// drop closes the connection. cause, if any, fails with causeErr and
-// every other call in flight with ErrDisconnected (it may have been
-// applied); with no cause, every call in flight fails with causeErr.
-func (c *Client) drop(cause *call, causeErr error) {
-	if c.state == idle {
-		return
-	}
-	c.e.Close(c.conn)
-	c.conn, c.state = 0, idle
-	c.bumpBackoff()
-	other := ErrDisconnected
-	if cause == nil {
-		other = causeErr
-	}
-	c.failInflight(cause, causeErr, other)
-	c.maybeDial()
-}
-
-// failInflight fails every call in flight: cause with causeErr, the others
-// with err.
-func (c *Client) failInflight(cause *call, causeErr, err error) {
-	inflight := c.inflight
-	c.inflight = nil
-	for _, k := range inflight {
-		if k == cause {
-			c.finish(k, nil, causeErr)
-			continue
-		}
-		c.finish(k, nil, err)
-	}
-}
-
-func (c *Client) bumpBackoff() {
-	if c.backoff == 0 {
-		c.backoff = c.opts.ReconnectBackoff
-	} else {
-		c.backoff = min(2*c.backoff, c.opts.ReconnectBackoffMax)
-	}
-	jitter := time.Duration(c.e.Rand().Int63n(int64(c.backoff)/5 + 1))
-	c.redialAt = c.e.Now().Add(c.backoff + jitter)
-}
+func (c *Client) Closed(conn env.ConnID) bool { return c.conn.Closed(conn) }
 
 // Close ends the client: calls in flight fail with ErrDisconnected, calls
 // waiting with ErrNotSent. The client cannot be used again.
-func (c *Client) Close() {
-	if c.shut {
-		return
-	}
-	c.shut = true
-	if c.redialTimer != 0 {
-		c.e.Cancel(c.redialTimer)
-		c.redialTimer = 0
-	}
-	if c.state != idle {
-		c.e.Close(c.conn)
-		c.conn, c.state = 0, idle
-	}
-	c.failInflight(nil, nil, ErrDisconnected)
-	waiting := c.waiting
-	c.waiting = nil
-	for _, k := range waiting {
-		c.finish(k, nil, fmt.Errorf("%w: client closed", ErrNotSent))
-	}
-}
-
-func (c *Client) finish(k *call, resp *response, err error) {
-	if k.finished {
-		return
-	}
-	k.finished = true
-	if k.timer != 0 {
-		c.e.Cancel(k.timer)
-		k.timer = 0
-	}
-	if err != nil {
-		err = c.callError(k.op, err)
-	}
-	k.done(resp, err)
-}
+func (c *Client) Close() { c.conn.Close() }
 
 func cloneConditions(conds []Condition) []Condition {
 	if len(conds) == 0 {

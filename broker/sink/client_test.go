@@ -249,7 +249,7 @@ func TestMalformedResponseFailsCallsIndefinitely(t *testing.T) {
 	w := newWorld(t, 12, ServerOptions{SyncDelay: 50 * time.Millisecond})
 	o := w.write(puts("k", "v"), nil, time.Second)
 	w.run(10 * time.Millisecond)
-	w.Node("app").Exec(func() { w.client().Received(w.client().conn, []byte{magic, 7}) })
+	w.Node("app").Exec(func() { w.client().Received(w.client().conn.ID(), []byte{magic, 7}) })
 	w.await(o, time.Second)
 	require.ErrorIs(t, o.err, ErrBadResponse)
 	require.True(t, Indefinite(o.err))
