@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kafkasim/kafkasim/apps"
 	"github.com/kafkasim/kafkasim/broker/metadata"
 	"github.com/kafkasim/kafkasim/broker/record"
 	"github.com/kafkasim/kafkasim/broker/rpc"
@@ -451,7 +452,7 @@ func (c *cluster) finalOffsets(rec *history.Recorder, group string, tps []metada
 			if !ok || off < 0 {
 				off = history.NoOffset
 			}
-			offs = append(offs, history.PartitionOffset{TP: htp(tp), Offset: off})
+			offs = append(offs, history.PartitionOffset{TP: apps.HTP(tp), Offset: off})
 		}
 		rec.Complete(id, int64(c.w.Elapsed()), history.OK, history.Result{Offsets: offs})
 		return nil

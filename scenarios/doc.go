@@ -9,14 +9,14 @@
 //  1. Bootstrap: the controller and brokers start, the admin node (the
 //     harness's own client, never faulted) creates the workload's topics
 //     and waits until every partition has a leader.
-//  2. Workload and faults: the applications start — producers spreading
-//     their messages over 95% of workload.duration.ms, consumers and
-//     processors — while the fault schedule runs: the nemesis's (paced
+//  2. Workload and faults: the applications (package apps) start —
+//     producers spreading their messages over 95% of workload.duration.ms,
+//     consumers and processors — while the fault schedule runs: the nemesis's (paced
 //     episodes of the scenario's fault class, some aimed by triggers at the
 //     windows the workload's probes mark), a hand-written faults.schedule,
 //     or run --faults. Every application operation goes into the history.
 //     A downstream reader follows the workload's output from offset 0 with
-//     the downstream isolation.level (reader.go), and every replica of
+//     the downstream isolation.level (apps/reader.go), and every replica of
 //     every partition is read off its broker's disk every 2 s
 //     (replicas.go): read_committed and replication are judged while
 //     transactions are open and leaders change.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kafkasim/kafkasim/apps"
 	"github.com/kafkasim/kafkasim/broker"
 	"github.com/kafkasim/kafkasim/broker/log"
 	"github.com/kafkasim/kafkasim/broker/metadata"
@@ -57,7 +58,7 @@ func (c *cluster) readReplicas(rec *history.Recorder, read func(log.Files, strin
 				if err != nil {
 					return fmt.Errorf("reading %v on %s: %w", p.TopicPartition, name, err)
 				}
-				rep := history.Replica{TP: htp(p.TopicPartition), Broker: name, Leader: p.Leader == id, InISR: slices.Contains(p.ISR, id),
+				rep := history.Replica{TP: apps.HTP(p.TopicPartition), Broker: name, Leader: p.Leader == id, InISR: slices.Contains(p.ISR, id),
 					HighWatermark: dump.HighWatermark, Stopped: dump.Stopped}
 				rep.Leader = false // unless it runs and says so
 				if b, ok := c.w.Node(name).Process().(*broker.Broker); ok {

@@ -1,9 +1,7 @@
 package scenarios
 
 import (
-	"fmt"
-	"time"
-
+	"github.com/kafkasim/kafkasim/apps"
 	"github.com/kafkasim/kafkasim/broker"
 	"github.com/kafkasim/kafkasim/broker/client"
 	"github.com/kafkasim/kafkasim/broker/metadata"
@@ -15,82 +13,37 @@ import (
 	"github.com/kafkasim/kafkasim/sim"
 )
 
-// workload is the outside world of a run: the messages each producer
-// application has to send (and how far it got — a restarted application
-// carries on from there, as one reading a durable source would), what the
-// consumers processed, and the recorder every application reports to.
+// workload is the harness's side of a run's applications (package apps):
+// it adds them to the world, starts and stops them, knows when the run has
+// drained, and reads the final state.
 type workload struct {
-	c   *cluster
-	s   Scenario
-	rec *history.Recorder
-
-	inputs  [][]history.Message // per producer
-	cursor  []int               // per producer: the next message to send
-	pending []int               // per producer: sends not yet resolved, this incarnation
-	incarn  map[string]int      // per node: how many times its application started
-	// producersMade counts, per processor, the transactional producers it
-	// made (for a fresh transactional.id per producer).
-	producersMade map[int]int
-
-	// processed is, per input partition, the next offset some consumer has
-	// finished with (processed and, per its pattern, committed).
-	processed map[int32]int64
-	// inTxn marks the processors (consume-transform-produce) with a
-	// transaction begun and not yet settled: the drain waits for them, or
-	// stopping the applications would leave that transaction hanging.
-	inTxn   map[int]bool
-	stopped bool
-	// acknowledged is, per input partition, the offset after the last
-	// record a producer was told was written: what every later leader must
-	// hold (with acks=all).
-	acknowledged map[metadata.TopicPartition]int64
+	c    *cluster
+	s    Scenario
+	rec  *history.Recorder
+	apps *apps.Workload
 }
 
 func newWorkload(c *cluster, rec *history.Recorder) *workload {
-	s := c.s
-	wl := &workload{c: c, s: s, rec: rec, incarn: map[string]int{}, processed: map[int32]int64{}, producersMade: map[int]int{}, inTxn: map[int]bool{},
-		acknowledged: map[metadata.TopicPartition]int64{}}
-	w := s.Workload
-	for p := range w.Producers {
-		var msgs []history.Message
-		for i := p; i < w.Messages; i += w.Producers {
-			msgs = append(msgs, history.Message{Key: fmt.Sprintf("k%d", i%8), Value: fmt.Sprintf("v%d", i)})
-		}
-		wl.inputs = append(wl.inputs, msgs)
-		wl.cursor = append(wl.cursor, 0)
-		wl.pending = append(wl.pending, 0)
-	}
-	for i := range w.Producers {
-		c.clients = append(c.clients, producerNode(i))
-	}
-	switch w.Kind {
-	case ConsumeProcessSink:
-		c.hasSink = true
-		for i := range w.Consumers {
-			c.clients = append(c.clients, consumerNode(i))
-		}
-	case ConsumeTransformProduce:
-		for i := range w.Consumers {
-			c.clients = append(c.clients, processorNode(i))
-		}
-	}
+	wl := &workload{c: c, s: c.s, rec: rec}
+	wl.apps = apps.NewWorkload(c.s.appsConfig(c.brokers), rec, wl.now)
+	c.clients = append(c.clients, wl.apps.Clients()...)
+	c.hasSink = c.s.Workload.Kind == ConsumeProcessSink
 	return wl
 }
 
-func (wl *workload) topics() []string {
-	if wl.s.Workload.Kind == ConsumeTransformProduce {
-		return []string{inputTopic, outputTopic}
+// appsConfig is what the applications are told of s.
+func (s Scenario) appsConfig(brokers []string) apps.Config {
+	return apps.Config{
+		Name: s.Name, Brokers: brokers, Partitions: s.Cluster.Partitions,
+		Producer: s.Producer, Consumer: s.Consumer, Workload: s.Workload,
+		Upstream: Defaults().Producer,
 	}
-	return []string{inputTopic}
 }
 
+func (wl *workload) topics() []string { return wl.apps.Topics() }
+
 // isolation is the isolation.level of the consumers downstream.
-func (wl *workload) isolation() client.IsolationLevel {
-	if wl.s.Consumer.IsolationLevel == "read_committed" {
-		return client.ReadCommitted
-	}
-	return client.ReadUncommitted
-}
+func (wl *workload) isolation() client.IsolationLevel { return wl.apps.Isolation() }
 
 // now is the history's clock: simulated time since the world began.
 func (wl *workload) now() int64 { return int64(wl.c.w.Elapsed()) }
@@ -102,21 +55,16 @@ func (wl *workload) addNodes() {
 	if wl.c.hasSink {
 		w.AddNode(sinkNode, func() env.Process { return sink.NewServer(sink.DefaultServerOptions) })
 	}
-	for i := range wl.s.Workload.Producers {
-		w.AddNode(producerNode(i), func() env.Process { return &producerApp{wl: wl, index: i} })
+	clients := wl.apps.Clients()
+	producers := clients[:wl.s.Workload.Producers]
+	for _, n := range producers {
+		w.AddNode(n, wl.apps.Process(n))
 	}
-	if wl.readerTopic() != "" {
-		w.AddNode(readerNode, func() env.Process { return &readerApp{wl: wl} })
+	if wl.apps.ReaderTopic() != "" {
+		w.AddNode(readerNode, wl.apps.Process(readerNode))
 	}
-	switch wl.s.Workload.Kind {
-	case ConsumeProcessSink:
-		for i := range wl.s.Workload.Consumers {
-			w.AddNode(consumerNode(i), func() env.Process { return &consumerApp{wl: wl, index: i} })
-		}
-	case ConsumeTransformProduce:
-		for i := range wl.s.Workload.Consumers {
-			w.AddNode(processorNode(i), func() env.Process { return &processorApp{wl: wl, index: i} })
-		}
+	for _, n := range clients[len(producers):] {
+		w.AddNode(n, wl.apps.Process(n))
 	}
 }
 
@@ -128,41 +76,26 @@ func (wl *workload) start() {
 	for _, n := range wl.c.clients {
 		wl.c.w.Node(n).Start()
 	}
-	if wl.readerTopic() != "" {
+	if wl.apps.ReaderTopic() != "" {
 		wl.c.w.Node(readerNode).Start()
 	}
 }
 
 // stop ends the applications before the final reads.
 func (wl *workload) stop() {
-	wl.stopped = true
+	wl.apps.Stop()
 	for _, n := range wl.c.clients {
 		wl.c.w.Node(n).Crash()
 	}
-	if wl.readerTopic() != "" {
+	if wl.apps.ReaderTopic() != "" {
 		wl.c.w.Node(readerNode).Crash()
 	}
-}
-
-func (wl *workload) process(node string) string {
-	wl.incarn[node]++
-	return fmt.Sprintf("%s#%d", node, wl.incarn[node])
-}
-
-// produced reports whether every producer sent everything and heard back.
-func (wl *workload) produced() bool {
-	for p := range wl.inputs {
-		if wl.cursor[p] < len(wl.inputs[p]) || wl.pending[p] > 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // drained reports whether the system has finished: everything sent, and
 // in a pipeline, every input partition processed to its end.
 func (wl *workload) drained() bool {
-	if !wl.produced() {
+	if !wl.apps.Produced() {
 		return false
 	}
 	if wl.s.Workload.Kind == ProduceOnly {
@@ -173,14 +106,12 @@ func (wl *workload) drained() bool {
 		end, ok := wl.c.highWatermark(tp)
 		// A new leader's high watermark lags until its followers fetch:
 		// what producers were told was written must be processed too.
-		if !ok || wl.processed[int32(p)] < max(end, wl.acknowledged[tp]) {
+		if !ok || wl.apps.Processed(int32(p)) < max(end, wl.apps.Acknowledged(tp)) {
 			return false
 		}
 	}
-	for _, busy := range wl.inTxn {
-		if busy {
-			return false
-		}
+	if wl.apps.InTransaction() {
+		return false
 	}
 	if wl.s.Workload.Kind == ConsumeTransformProduce {
 		// Every transaction on the output decided: a final read_committed
@@ -239,7 +170,7 @@ func (wl *workload) checkOptions() checkers.Options {
 // (a panic, a livelock), which ends the run.
 func (wl *workload) finalReads() error {
 	read := func(tp metadata.TopicPartition, iso history.Isolation, output bool) error {
-		err := wl.c.finalRead(wl.rec, tp, iso, output, finalReadBudget, wl.acknowledged[tp])
+		err := wl.c.finalRead(wl.rec, tp, iso, output, finalReadBudget, wl.apps.Acknowledged(tp))
 		if werr := wl.c.w.Err(); werr != nil {
 			return werr
 		}
@@ -292,121 +223,6 @@ func (wl *workload) finalReads() error {
 	return nil
 }
 
-func (wl *workload) connection(node string) client.ConnectionOptions {
-	o := client.DefaultConnectionOptions(wl.c.brokers...)
-	o.ClientID = node
-	o.RequestTimeout = time.Duration(wl.s.Producer.RequestTimeoutMs) * time.Millisecond
-	o.MetadataMaxAge = 10 * time.Second
-	return o
-}
-
-func outcomeOf(o client.Outcome) history.Outcome {
-	switch o {
-	case client.OK:
-		return history.OK
-	case client.Fail:
-		return history.Fail
-	}
-	return history.Info
-}
-
-func errText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
-}
-
-func htp(tp metadata.TopicPartition) history.TopicPartition {
-	return history.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}
-}
-
-// producerApp sends its producer's messages, one every interval, each to
-// partition i mod partitions, and records every send.
-type producerApp struct {
-	wl      *workload
-	index   int
-	e       env.Env
-	rt      *rpcRouter
-	p       *client.Producer
-	process string
-}
-
-func (a *producerApp) Start(e env.Env) {
-	wl := a.wl
-	a.e = e
-	a.rt = newRPCRouter(e)
-	node := producerNode(a.index)
-	a.process = wl.process(node)
-	wl.pending[a.index] = 0 // what the last incarnation had in flight is lost with it
-	s := wl.s.Producer
-	o := client.DefaultProducerOptions(wl.c.brokers...)
-	o.ConnectionOptions = wl.connection(node)
-	o.Acks = s.AcksValue()
-	o.EnableIdempotence = s.EnableIdempotence
-	o.Retries = s.Retries
-	o.MaxInFlightRequestsPerConnection = s.MaxInFlightRequestsPerConnection
-	o.DeliveryTimeout = time.Duration(s.DeliveryTimeoutMs) * time.Millisecond
-	o.Linger = time.Duration(s.LingerMs) * time.Millisecond
-	o.Partitioner = client.PartitionerManual
-	if wl.s.Workload.Kind == ConsumeTransformProduce {
-		// The producer section configures the processors' transactional
-		// producers, the code under test; the input comes from an upstream
-		// idempotent producer with the defaults' timeouts, so what the
-		// processors are judged on is not thinned by a source that gives
-		// up after the processors' short delivery timeout.
-		d := Defaults().Producer
-		o.ConnectionOptions.RequestTimeout = time.Duration(d.RequestTimeoutMs) * time.Millisecond
-		o.DeliveryTimeout = time.Duration(d.DeliveryTimeoutMs) * time.Millisecond
-	}
-	p, err := client.NewProducer(e, a.rt.Router, o)
-	if err != nil {
-		panic(fmt.Sprintf("scenario %q: producer options: %v", wl.s.Name, err))
-	}
-	a.p = p
-	e.AfterFunc(a.interval(), a.tick)
-}
-
-// interval spreads a producer's messages over the first 95% of the
-// workload's duration, so most faults land while messages are in flight.
-func (a *producerApp) interval() time.Duration {
-	w := a.wl.s.Workload
-	per := max(1, (w.Messages+w.Producers-1)/w.Producers)
-	return max(time.Millisecond, time.Duration(w.DurationMs)*time.Millisecond*95/100/time.Duration(per))
-}
-
-func (a *producerApp) tick() {
-	wl := a.wl
-	i := a.index
-	if wl.cursor[i] >= len(wl.inputs[i]) {
-		return
-	}
-	n := wl.cursor[i]
-	msg := wl.inputs[i][n]
-	wl.cursor[i]++
-	seq := i + n*wl.s.Workload.Producers
-	tp := metadata.TopicPartition{Topic: inputTopic, Partition: int32(seq % wl.s.Cluster.Partitions)}
-	id := wl.rec.Invoke(history.Op{
-		Process: a.process, Node: producerNode(i), Kind: history.KindSend, Call: wl.now(),
-		Send: &history.Send{TP: htp(tp), Messages: []history.Message{msg}, Offset: history.NoOffset},
-	})
-	wl.pending[i]++
-	a.p.Send(client.Record{Topic: tp.Topic, Partition: tp.Partition, Key: []byte(msg.Key), Value: []byte(msg.Value)}, func(r client.SendResult) {
-		wl.pending[i]--
-		offset := history.NoOffset
-		if r.Outcome == client.OK && r.Offset >= 0 {
-			offset = r.Offset
-			wl.acknowledged[tp] = max(wl.acknowledged[tp], offset+1)
-		}
-		wl.rec.Complete(id, wl.now(), outcomeOf(r.Outcome), history.Result{Offset: offset, Error: errText(r.Err)})
-	})
-	a.e.AfterFunc(a.interval(), a.tick)
-}
-
-func (a *producerApp) Connected(c env.ConnID, peer string, in bool) { a.rt.Connected(c, peer, in) }
-func (a *producerApp) Received(c env.ConnID, f []byte)              { a.rt.Received(c, f) }
-func (a *producerApp) Closed(c env.ConnID)                          { a.rt.Closed(c) }
-
 // deriveProbes hits the probes the harness sees and no single process
 // does: a broker that becomes leader of an input partition without every
 // record producers were told was written there
@@ -416,10 +232,11 @@ func (wl *workload) deriveProbes(h sim.ProbeHit) {
 	if h.Name != probe.LeaderElected {
 		return
 	}
-	for tp, acked := range wl.acknowledged {
+	for _, tp := range wl.inputPartitions() {
 		if tp.String() != h.Subject {
 			continue
 		}
+		acked := wl.apps.Acknowledged(tp)
 		b, ok := wl.c.w.Node(h.Node).Process().(*broker.Broker)
 		if !ok {
 			return
@@ -429,4 +246,13 @@ func (wl *workload) deriveProbes(h sim.ProbeHit) {
 		}
 		return
 	}
+}
+
+// inputPartitions are the input topic's partitions.
+func (wl *workload) inputPartitions() []metadata.TopicPartition {
+	tps := make([]metadata.TopicPartition, wl.s.Cluster.Partitions)
+	for p := range tps {
+		tps[p] = metadata.TopicPartition{Topic: inputTopic, Partition: int32(p)}
+	}
+	return tps
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kafkasim/kafkasim/apps"
+
 	"github.com/kafkasim/kafkasim/broker"
 	"github.com/kafkasim/kafkasim/broker/config"
 	"github.com/kafkasim/kafkasim/broker/controller"
@@ -16,19 +18,24 @@ import (
 	"github.com/kafkasim/kafkasim/sim"
 )
 
-// Node names of a scenario's world.
+// Node names of a scenario's world; the applications' are package apps'.
 const (
 	controllerNode = "controller"
-	sinkNode       = "sink"
 	adminNode      = "admin" // setup and final reads; never faulted
-	inputTopic     = "input"
-	outputTopic    = "output"
-	groupID        = "pipeline"
+	sinkNode       = apps.SinkNode
+	readerNode     = apps.ReaderNode
+	inputTopic     = apps.InputTopic
+	outputTopic    = apps.OutputTopic
+	groupID        = apps.GroupID
 )
 
-func brokerNode(i int) string   { return fmt.Sprintf("broker-%d", i) }
-func producerNode(i int) string { return fmt.Sprintf("producer-%d", i) }
-func consumerNode(i int) string { return fmt.Sprintf("consumer-%d", i) }
+func brokerNode(i int) string { return fmt.Sprintf("broker-%d", i) }
+
+var (
+	producerNode  = apps.ProducerNode
+	consumerNode  = apps.ConsumerNode
+	processorNode = apps.ProcessorNode
+)
 
 // clusterConfig turns a scenario's cluster section into the brokers' knobs.
 func (s Scenario) clusterConfig() config.Cluster {
@@ -183,7 +190,7 @@ func (c *cluster) nemesisOptions(topics []string, duration time.Duration) faults
 	if c.s.Workload.Kind == ConsumeTransformProduce {
 		o.Groups = []string{groupID}
 		for i := range c.s.Workload.Consumers {
-			o.TransactionalIDs = append(o.TransactionalIDs, c.s.processorTxnID(i, 1))
+			o.TransactionalIDs = append(o.TransactionalIDs, c.s.appsConfig(c.brokers).TransactionalID(i, 1))
 		}
 	}
 	for _, t := range topics {

@@ -1,4 +1,4 @@
-package scenarios
+package apps
 
 import (
 	"github.com/kafkasim/kafkasim/broker/rpc"

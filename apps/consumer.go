@@ -1,4 +1,4 @@
-package scenarios
+package apps
 
 import (
 	"fmt"
@@ -31,7 +31,7 @@ import (
 // Every output is a fresh sink key, so processing an input twice shows up
 // as two outputs with the same source.
 type consumerApp struct {
-	wl      *workload
+	wl      *Workload
 	index   int
 	e       env.Env
 	rt      *rpcRouter
@@ -62,43 +62,43 @@ func (a *consumerApp) Start(e env.Env) {
 	wl := a.wl
 	a.e = e
 	a.rt = newRPCRouter(e)
-	node := consumerNode(a.index)
+	node := ConsumerNode(a.index)
 	a.process = wl.process(node)
-	a.sink = sink.NewClient(e, sinkNode, sink.DefaultClientOptions)
+	a.sink = sink.NewClient(e, SinkNode, sink.DefaultClientOptions)
 	a.rt.sink = a.sink
 	a.versions = map[string]uint64{}
-	o := client.DefaultConsumerOptions(wl.c.brokers...)
+	o := client.DefaultConsumerOptions(wl.cfg.Brokers...)
 	o.ConnectionOptions = wl.connection(node)
-	o.GroupID = groupID
+	o.GroupID = GroupID
 	o.AutoOffsetReset = client.OffsetResetEarliest
-	if wl.s.Consumer.AutoOffsetReset == "latest" {
+	if wl.cfg.Consumer.AutoOffsetReset == "latest" {
 		o.AutoOffsetReset = client.OffsetResetLatest
 	}
 	o.IsolationLevel = client.ReadUncommitted
-	if wl.s.Consumer.IsolationLevel == "read_committed" {
+	if wl.cfg.Consumer.IsolationLevel == "read_committed" {
 		o.IsolationLevel = client.ReadCommitted
 	}
-	o.EnableAutoCommit = wl.s.Consumer.EnableAutoCommit
-	o.AutoCommitInterval = time.Duration(wl.s.Consumer.AutoCommitIntervalMs) * time.Millisecond
-	o.FetchMaxWait = time.Duration(wl.s.Consumer.FetchMaxWaitMs) * time.Millisecond
-	o.FetchMinBytes = int32(wl.s.Consumer.FetchMinBytes)
+	o.EnableAutoCommit = wl.cfg.Consumer.EnableAutoCommit
+	o.AutoCommitInterval = time.Duration(wl.cfg.Consumer.AutoCommitIntervalMs) * time.Millisecond
+	o.FetchMaxWait = time.Duration(wl.cfg.Consumer.FetchMaxWaitMs) * time.Millisecond
+	o.FetchMinBytes = int32(wl.cfg.Consumer.FetchMinBytes)
 	o.OnAutoCommit = a.recordAutoCommit
 	c, err := client.NewConsumer(e, a.rt.Router, o)
 	if err != nil {
-		panic(fmt.Sprintf("scenario %q: consumer options: %v", wl.s.Name, err))
+		panic(fmt.Sprintf("scenario %q: consumer options: %v", wl.cfg.Name, err))
 	}
 	a.c = c
-	for p := a.index; p < wl.s.Cluster.Partitions; p += wl.s.Workload.Consumers {
-		a.tps = append(a.tps, metadata.TopicPartition{Topic: inputTopic, Partition: int32(p)})
+	for p := a.index; p < wl.cfg.Partitions; p += wl.cfg.Workload.Consumers {
+		a.tps = append(a.tps, metadata.TopicPartition{Topic: InputTopic, Partition: int32(p)})
 	}
 	c.Assign(a.tps)
 	var parts []history.TopicPartition
 	for _, tp := range a.tps {
-		parts = append(parts, htp(tp))
+		parts = append(parts, HTP(tp))
 	}
 	id := wl.rec.Invoke(history.Op{Process: a.process, Node: node, Kind: history.KindAssign, Call: wl.now(), Assign: &history.Assign{Partitions: parts}})
 	wl.rec.Complete(id, wl.now(), history.OK, history.Result{})
-	if wl.s.Workload.Commit == AtomicWithOutput {
+	if wl.cfg.Workload.Commit == AtomicWithOutput {
 		a.resume()
 		return
 	}
@@ -128,10 +128,10 @@ func (a *consumerApp) resume() {
 			if err := a.c.Seek(tp, next); err != nil {
 				panic(fmt.Sprintf("seek %v: %v", tp, err))
 			}
-			seek = append(seek, history.PartitionOffset{TP: htp(tp), Offset: next})
+			seek = append(seek, history.PartitionOffset{TP: HTP(tp), Offset: next})
 		}
 		wl := a.wl
-		id := wl.rec.Invoke(history.Op{Process: a.process, Node: consumerNode(a.index), Kind: history.KindSeek, Call: wl.now(), Seek: &history.Seek{Offsets: seek}})
+		id := wl.rec.Invoke(history.Op{Process: a.process, Node: ConsumerNode(a.index), Kind: history.KindSeek, Call: wl.now(), Seek: &history.Seek{Offsets: seek}})
 		wl.rec.Complete(id, wl.now(), history.OK, history.Result{})
 		a.poll()
 	})
@@ -141,10 +141,10 @@ func (a *consumerApp) poll() {
 	wl := a.wl
 	before := positions(a.c, a.tps)
 	iso := history.ReadUncommitted
-	if wl.s.Consumer.IsolationLevel == "read_committed" {
+	if wl.cfg.Consumer.IsolationLevel == "read_committed" {
 		iso = history.ReadCommitted
 	}
-	id := wl.rec.Invoke(history.Op{Process: a.process, Node: consumerNode(a.index), Kind: history.KindPoll, Call: wl.now(), Poll: &history.Poll{Isolation: iso}})
+	id := wl.rec.Invoke(history.Op{Process: a.process, Node: ConsumerNode(a.index), Kind: history.KindPoll, Call: wl.now(), Poll: &history.Poll{Isolation: iso}})
 	a.c.Poll(pollRecordsMax, 500*time.Millisecond, func(recs []client.Record, err error) {
 		outcome := history.OK
 		if err != nil && len(recs) == 0 {
@@ -180,22 +180,22 @@ func next(recs []client.Record) map[metadata.TopicPartition]int64 {
 
 func (a *consumerApp) handle(recs []client.Record) {
 	positions := next(recs)
-	work := time.Duration(a.wl.s.Workload.ProcessingMs) * time.Millisecond
+	work := time.Duration(a.wl.cfg.Workload.ProcessingMs) * time.Millisecond
 	switch {
-	case a.wl.s.Consumer.EnableAutoCommit:
+	case a.wl.cfg.Consumer.EnableAutoCommit:
 		// Processing is asynchronous: the next poll (and its auto-commit)
 		// does not wait for the outputs.
 		a.unprocessed++
 		a.e.AfterFunc(work, func() { a.writeOutputs(recs, nil, func(bool) { a.unprocessed-- }) })
 		a.done(positions)
 		a.poll()
-	case a.wl.s.Workload.Commit == CommitBeforeProcess:
+	case a.wl.cfg.Workload.Commit == CommitBeforeProcess:
 		a.commit(positions, func(ok bool) {
 			if !ok {
 				a.rewind(recs)
 				return
 			}
-			a.e.Probe(probe.CommittedBeforeProcessing, groupID)
+			a.e.Probe(probe.CommittedBeforeProcessing, GroupID)
 			a.e.AfterFunc(work, func() {
 				a.writeOutputs(recs, nil, func(bool) {
 					a.done(positions)
@@ -203,12 +203,12 @@ func (a *consumerApp) handle(recs []client.Record) {
 				})
 			})
 		})
-	case a.wl.s.Workload.Commit == ProcessThenCommit:
+	case a.wl.cfg.Workload.Commit == ProcessThenCommit:
 		a.e.AfterFunc(work, func() {
 			a.writeOutputsUntilOK(recs, func() {
 				// The commit goes out in an event of its own: the window
 				// the probe marks is open until then.
-				a.e.Probe(probe.ProcessedBeforeCommit, groupID)
+				a.e.Probe(probe.ProcessedBeforeCommit, GroupID)
 				a.e.AfterFunc(0, func() {
 					a.commit(positions, func(bool) {
 						a.done(positions)
@@ -217,7 +217,7 @@ func (a *consumerApp) handle(recs []client.Record) {
 				})
 			})
 		})
-	case a.wl.s.Workload.Commit == AtomicWithOutput:
+	case a.wl.cfg.Workload.Commit == AtomicWithOutput:
 		a.e.AfterFunc(work, func() {
 			a.writeOutputs(recs, positions, func(ok bool) {
 				if !ok {
@@ -251,10 +251,10 @@ func (a *consumerApp) rewind(recs []client.Record) {
 	var seek []history.PartitionOffset
 	for _, tp := range slices.SortedFunc(maps.Keys(first), metadata.TopicPartition.Compare) {
 		_ = a.c.Seek(tp, first[tp])
-		seek = append(seek, history.PartitionOffset{TP: htp(tp), Offset: first[tp]})
+		seek = append(seek, history.PartitionOffset{TP: HTP(tp), Offset: first[tp]})
 	}
 	wl := a.wl
-	id := wl.rec.Invoke(history.Op{Process: a.process, Node: consumerNode(a.index), Kind: history.KindSeek, Call: wl.now(), Seek: &history.Seek{Offsets: seek}})
+	id := wl.rec.Invoke(history.Op{Process: a.process, Node: ConsumerNode(a.index), Kind: history.KindSeek, Call: wl.now(), Seek: &history.Seek{Offsets: seek}})
 	wl.rec.Complete(id, wl.now(), history.OK, history.Result{})
 	a.e.AfterFunc(retryBackoff, a.poll)
 }
@@ -265,9 +265,9 @@ func (a *consumerApp) commit(positions map[metadata.TopicPartition]int64, done f
 	var hos []history.PartitionOffset
 	for _, tp := range slices.SortedFunc(maps.Keys(positions), metadata.TopicPartition.Compare) {
 		offsets[tp] = client.OffsetAndMetadata{Offset: positions[tp], LeaderEpoch: -1}
-		hos = append(hos, history.PartitionOffset{TP: htp(tp), Offset: positions[tp]})
+		hos = append(hos, history.PartitionOffset{TP: HTP(tp), Offset: positions[tp]})
 	}
-	id := wl.rec.Invoke(history.Op{Process: a.process, Node: consumerNode(a.index), Kind: history.KindCommit, Call: wl.now(), Commit: &history.Commit{Group: groupID, Offsets: hos}})
+	id := wl.rec.Invoke(history.Op{Process: a.process, Node: ConsumerNode(a.index), Kind: history.KindCommit, Call: wl.now(), Commit: &history.Commit{Group: GroupID, Offsets: hos}})
 	a.c.CommitOffsets(offsets, func(err error) {
 		wl.rec.Complete(id, wl.now(), outcomeOf(client.OutcomeOf(err)), history.Result{Error: errText(err)})
 		done(err == nil)
@@ -278,13 +278,13 @@ func (a *consumerApp) recordAutoCommit(offsets map[client.TopicPartition]client.
 	wl := a.wl
 	var hos []history.PartitionOffset
 	for _, tp := range slices.SortedFunc(maps.Keys(offsets), metadata.TopicPartition.Compare) {
-		hos = append(hos, history.PartitionOffset{TP: htp(tp), Offset: offsets[tp].Offset})
+		hos = append(hos, history.PartitionOffset{TP: HTP(tp), Offset: offsets[tp].Offset})
 	}
 	now := wl.now()
 	if err == nil && a.unprocessed > 0 {
-		a.e.Probe(probe.CommittedBeforeProcessing, groupID)
+		a.e.Probe(probe.CommittedBeforeProcessing, GroupID)
 	}
-	id := wl.rec.Invoke(history.Op{Process: a.process, Node: consumerNode(a.index), Kind: history.KindCommit, Call: now, Commit: &history.Commit{Group: groupID, Offsets: hos}})
+	id := wl.rec.Invoke(history.Op{Process: a.process, Node: ConsumerNode(a.index), Kind: history.KindCommit, Call: now, Commit: &history.Commit{Group: GroupID, Offsets: hos}})
 	wl.rec.Complete(id, now, outcomeOf(client.OutcomeOf(err)), history.Result{Error: errText(err)})
 }
 
@@ -307,10 +307,10 @@ func (a *consumerApp) writeOutputs(recs []client.Record, positions map[metadata.
 		k := offsetKey(tp)
 		puts = append(puts, sink.Put{Key: k, Value: []byte(strconv.FormatInt(positions[tp], 10))})
 		conds = append(conds, sink.IfVersion(k, a.versions[k]))
-		hos = append(hos, history.PartitionOffset{TP: htp(tp), Offset: positions[tp]})
+		hos = append(hos, history.PartitionOffset{TP: HTP(tp), Offset: positions[tp]})
 	}
-	id := wl.rec.Invoke(history.Op{Process: a.process, Node: consumerNode(a.index), Kind: history.KindSinkWrite, Call: wl.now(),
-		SinkWrite: &history.SinkWrite{Sink: sinkNode, Outputs: outs, Offsets: hos}})
+	id := wl.rec.Invoke(history.Op{Process: a.process, Node: ConsumerNode(a.index), Kind: history.KindSinkWrite, Call: wl.now(),
+		SinkWrite: &history.SinkWrite{Sink: SinkNode, Outputs: outs, Offsets: hos}})
 	a.sink.Write(puts, conds, sinkTimeout, func(r sink.Result, err error) {
 		outcome := history.OK
 		switch {

@@ -1,4 +1,4 @@
-package scenarios
+package apps
 
 import (
 	"errors"
@@ -29,7 +29,7 @@ import (
 // incarnation (so a restart fences the previous one), or with
 // workload.transactional.id.per.incarnation a new one per start.
 type processorApp struct {
-	wl      *workload
+	wl      *Workload
 	index   int
 	e       env.Env
 	rt      *rpcRouter
@@ -46,8 +46,6 @@ type processorApp struct {
 	txn         *txnRun // the transaction open across polls, if any
 }
 
-func processorNode(i int) string { return fmt.Sprintf("processor-%d", i) }
-
 // errProcessingFailed is why a processor aborts workload.abort.percent of
 // its transactions.
 var errProcessingFailed = errors.New("processing failed (workload.abort.percent)")
@@ -56,9 +54,9 @@ var errProcessingFailed = errors.New("processing failed (workload.abort.percent)
 // into: its inputs may be another member's now.
 var errMigrated = errors.New("a rebalance came while the transaction was open")
 
-// processorTxnID is processor i's transactional.id; n counts the
+// TransactionalID is processor i's transactional.id; n counts the
 // producers the processor has made, for a fresh id per producer.
-func (s Scenario) processorTxnID(i, n int) string {
+func (s Config) TransactionalID(i, n int) string {
 	id := fmt.Sprintf("%s-%d", *s.Producer.TransactionalID, i)
 	if s.Workload.TransactionalIDPerIncarnation {
 		id = fmt.Sprintf("%s-%d", id, n)
@@ -68,23 +66,23 @@ func (s Scenario) processorTxnID(i, n int) string {
 
 func (a *processorApp) Start(e env.Env) {
 	wl := a.wl
-	s := wl.s
+	s := wl.cfg
 	a.e = e
 	a.rt = newRPCRouter(e)
-	a.node = processorNode(a.index)
+	a.node = ProcessorNode(a.index)
 	a.process = wl.process(a.node)
 	wl.inTxn[a.index] = false // a predecessor's transaction is settled by this one's InitTransactions
 
-	o := client.DefaultConsumerOptions(wl.c.brokers...)
+	o := client.DefaultConsumerOptions(wl.cfg.Brokers...)
 	o.ConnectionOptions = wl.connection(a.node)
-	o.GroupID = groupID
+	o.GroupID = GroupID
 	o.AutoOffsetReset = client.OffsetResetEarliest
 	if s.Consumer.AutoOffsetReset == "latest" {
 		o.AutoOffsetReset = client.OffsetResetLatest
 	}
-	o.IsolationLevel = wl.isolation()
-	o.FetchMaxWait = time.Duration(wl.s.Consumer.FetchMaxWaitMs) * time.Millisecond
-	o.FetchMinBytes = int32(wl.s.Consumer.FetchMinBytes)
+	o.IsolationLevel = wl.Isolation()
+	o.FetchMaxWait = time.Duration(wl.cfg.Consumer.FetchMaxWaitMs) * time.Millisecond
+	o.FetchMinBytes = int32(wl.cfg.Consumer.FetchMinBytes)
 	o.SessionTimeout = time.Duration(s.Consumer.SessionTimeoutMs) * time.Millisecond
 	o.HeartbeatInterval = time.Duration(s.Consumer.HeartbeatIntervalMs) * time.Millisecond
 	o.MaxPollInterval = time.Duration(s.Consumer.MaxPollIntervalMs) * time.Millisecond
@@ -94,8 +92,8 @@ func (a *processorApp) Start(e env.Env) {
 	}
 	a.c = c
 	id := wl.rec.Invoke(history.Op{Process: a.process, Node: a.node, Kind: history.KindSubscribe, Call: wl.now(),
-		Subscribe: &history.Subscribe{Group: groupID, Topics: []string{inputTopic}}})
-	err = c.Subscribe([]string{inputTopic}, client.RebalanceListener{OnPartitionsAssigned: a.assigned})
+		Subscribe: &history.Subscribe{Group: GroupID, Topics: []string{InputTopic}}})
+	err = c.Subscribe([]string{InputTopic}, client.RebalanceListener{OnPartitionsAssigned: a.assigned})
 	wl.rec.Complete(id, wl.now(), history.OK, history.Result{Error: errText(err)})
 	if err != nil {
 		panic(fmt.Sprintf("scenario %q: subscribe: %v", s.Name, err))
@@ -120,10 +118,10 @@ func (a *processorApp) assigned(tps []client.TopicPartition) {
 	}
 	parts := make([]history.TopicPartition, len(tps))
 	for i, tp := range tps {
-		parts[i] = htp(tp)
+		parts[i] = HTP(tp)
 	}
 	id := wl.rec.Invoke(history.Op{Process: a.process, Node: a.node, Kind: history.KindRebalance, Call: wl.now(),
-		Rebalance: &history.Rebalance{Group: groupID, Assigned: parts}})
+		Rebalance: &history.Rebalance{Group: GroupID, Assigned: parts}})
 	wl.rec.Complete(id, wl.now(), history.OK, history.Result{})
 	if len(tps) > 0 {
 		a.fetchCommitted(tps, func(map[client.TopicPartition]client.OffsetAndMetadata, bool) {})
@@ -134,8 +132,8 @@ func (a *processorApp) assigned(tps []client.TopicPartition) {
 // calls then.
 func (a *processorApp) newProducer(then func()) {
 	wl := a.wl
-	s := wl.s.Producer
-	o := client.DefaultProducerOptions(wl.c.brokers...)
+	s := wl.cfg.Producer
+	o := client.DefaultProducerOptions(wl.cfg.Brokers...)
 	o.ConnectionOptions = wl.connection(a.node)
 	o.Acks = s.AcksValue()
 	o.EnableIdempotence = s.EnableIdempotence
@@ -145,13 +143,13 @@ func (a *processorApp) newProducer(then func()) {
 	o.Linger = time.Duration(s.LingerMs) * time.Millisecond
 	o.Partitioner = client.PartitionerManual
 	wl.producersMade[a.index]++
-	a.txnID = wl.s.processorTxnID(a.index, wl.producersMade[a.index])
+	a.txnID = wl.cfg.TransactionalID(a.index, wl.producersMade[a.index])
 	o.TransactionalID = a.txnID
 	o.TransactionTimeout = time.Duration(s.TransactionTimeoutMs) * time.Millisecond
 	o.MaxBlock = time.Duration(s.MaxBlockMs) * time.Millisecond
 	p, err := client.NewProducer(a.e, a.rt.Router, o)
 	if err != nil {
-		panic(fmt.Sprintf("scenario %q: producer options: %v", wl.s.Name, err))
+		panic(fmt.Sprintf("scenario %q: producer options: %v", wl.cfg.Name, err))
 	}
 	a.producers++
 	gen := a.producers
@@ -184,14 +182,14 @@ func (a *processorApp) poll() {
 	wl := a.wl
 	before := positions(a.c, a.c.Assignment())
 	iso := history.ReadUncommitted
-	if wl.isolation() == client.ReadCommitted {
+	if wl.Isolation() == client.ReadCommitted {
 		iso = history.ReadCommitted
 	}
 	rebalanced := a.rebalanced
 	a.rebalanced = false
 	assignments := a.assignments
 	id := wl.rec.Invoke(history.Op{Process: a.process, Node: a.node, Kind: history.KindPoll, Call: wl.now(),
-		Poll: &history.Poll{Group: groupID, Isolation: iso, Rebalanced: rebalanced}})
+		Poll: &history.Poll{Group: GroupID, Isolation: iso, Rebalanced: rebalanced}})
 	a.c.Poll(pollRecordsMax, 500*time.Millisecond, func(recs []client.Record, err error) {
 		moved := a.assignments != assignments // a rebalance during the poll: positions restarted from committed offsets
 		fs := fetchesOf(recs, before, moved)
@@ -225,7 +223,7 @@ type txnRun struct {
 
 // due reports whether t has been open for the commit interval.
 func (a *processorApp) due(t *txnRun) bool {
-	return a.e.Now().Sub(t.began) >= time.Duration(a.wl.s.Workload.CommitIntervalMs)*time.Millisecond
+	return a.e.Now().Sub(t.began) >= time.Duration(a.wl.cfg.Workload.CommitIntervalMs)*time.Millisecond
 }
 
 // transform writes one output per polled record into the open
@@ -244,7 +242,7 @@ func (a *processorApp) transform(recs []client.Record) {
 		t = &txnRun{began: a.e.Now(), positions: map[metadata.TopicPartition]int64{}}
 		a.txn = t
 		t.op = wl.rec.Invoke(history.Op{Process: a.process, Node: a.node, Kind: history.KindTxn, Call: wl.now(),
-			Txn: &history.Txn{TransactionalID: a.txnID, Group: groupID}})
+			Txn: &history.Txn{TransactionalID: a.txnID, Group: GroupID}})
 	}
 	for tp, off := range next(recs) {
 		t.positions[tp] = max(t.positions[tp], off)
@@ -252,10 +250,10 @@ func (a *processorApp) transform(recs []client.Record) {
 	for _, r := range recs {
 		a.outputs++
 		out := history.Message{Key: string(r.Key), Value: fmt.Sprintf("%s/%06d", a.process, a.outputs), Source: string(r.Value)}
-		tp := metadata.TopicPartition{Topic: outputTopic, Partition: r.Partition}
+		tp := metadata.TopicPartition{Topic: OutputTopic, Partition: r.Partition}
 		id := wl.rec.Invoke(history.Op{Process: a.process, Node: a.node, Kind: history.KindSend, Call: wl.now(),
-			Send: &history.Send{TP: htp(tp), Messages: []history.Message{out}, Offset: history.NoOffset, Txn: t.op}})
-		a.p.Send(client.Record{Topic: outputTopic, Partition: r.Partition, Key: r.Key, Value: []byte(out.Value),
+			Send: &history.Send{TP: HTP(tp), Messages: []history.Message{out}, Offset: history.NoOffset, Txn: t.op}})
+		a.p.Send(client.Record{Topic: OutputTopic, Partition: r.Partition, Key: r.Key, Value: []byte(out.Value),
 			Headers: []record.RecordHeader{{Key: "source", Value: r.Value}}}, func(res client.SendResult) {
 			offset := history.NoOffset
 			if res.Outcome == client.OK && res.Offset >= 0 {
@@ -265,7 +263,7 @@ func (a *processorApp) transform(recs []client.Record) {
 			wl.rec.Complete(id, wl.now(), outcomeOf(res.Outcome), history.Result{Offset: offset, Error: errText(res.Err)})
 		})
 	}
-	work := time.Duration(wl.s.Workload.ProcessingMs) * time.Millisecond
+	work := time.Duration(wl.cfg.Workload.ProcessingMs) * time.Millisecond
 	gen := a.producers
 	a.e.AfterFunc(work, func() {
 		if gen != a.producers || a.txn != t {
@@ -291,7 +289,7 @@ func (a *processorApp) endTxn(t *txnRun) {
 	offsets := map[client.TopicPartition]client.OffsetAndMetadata{}
 	for _, tp := range slices.SortedFunc(maps.Keys(positions), metadata.TopicPartition.Compare) {
 		offsets[tp] = client.OffsetAndMetadata{Offset: positions[tp], LeaderEpoch: -1}
-		t.offsets = append(t.offsets, history.PartitionOffset{TP: htp(tp), Offset: positions[tp]})
+		t.offsets = append(t.offsets, history.PartitionOffset{TP: HTP(tp), Offset: positions[tp]})
 	}
 	// The offsets are on the operation from here on: if the processor
 	// crashes after sending them, the transaction (info) may still commit.
@@ -306,7 +304,7 @@ func (a *processorApp) endTxn(t *txnRun) {
 			return
 		}
 		t.sent = true
-		if p := wl.s.Workload.AbortPercent; p > 0 && a.e.Rand().Intn(100) < p {
+		if p := wl.cfg.Workload.AbortPercent; p > 0 && a.e.Rand().Intn(100) < p {
 			a.abort(t, errProcessingFailed)
 			return
 		}
@@ -394,15 +392,15 @@ func (a *processorApp) rewind() {
 		for _, tp := range tps {
 			if o, ok := got[tp]; ok {
 				if a.c.Seek(tp, o.Offset) == nil {
-					seek = append(seek, history.PartitionOffset{TP: htp(tp), Offset: o.Offset})
+					seek = append(seek, history.PartitionOffset{TP: HTP(tp), Offset: o.Offset})
 				}
 				continue
 			}
 			// No committed offset: back to auto.offset.reset.
-			if a.wl.s.Consumer.AutoOffsetReset == "latest" {
+			if a.wl.cfg.Consumer.AutoOffsetReset == "latest" {
 				_ = a.c.SeekToReset(tp, client.OffsetResetLatest)
 			} else if a.c.SeekToReset(tp, client.OffsetResetEarliest) == nil {
-				seek = append(seek, history.PartitionOffset{TP: htp(tp), Offset: 0})
+				seek = append(seek, history.PartitionOffset{TP: HTP(tp), Offset: 0})
 			}
 		}
 		wl := a.wl
@@ -417,7 +415,7 @@ func (a *processorApp) rewind() {
 func (a *processorApp) fetchCommitted(tps []client.TopicPartition, done func(map[client.TopicPartition]client.OffsetAndMetadata, bool)) {
 	wl := a.wl
 	id := wl.rec.Invoke(history.Op{Process: a.process, Node: a.node, Kind: history.KindOffsetFetch, Call: wl.now(),
-		OffsetFetch: &history.OffsetFetch{Group: groupID}})
+		OffsetFetch: &history.OffsetFetch{Group: GroupID}})
 	a.c.Committed(tps, func(got map[client.TopicPartition]client.OffsetAndMetadata, err error) {
 		if err != nil {
 			wl.rec.Complete(id, wl.now(), history.Fail, history.Result{Error: errText(err)})
@@ -431,7 +429,7 @@ func (a *processorApp) fetchCommitted(tps []client.TopicPartition, done func(map
 				off = o.Offset
 				wl.processed[tp.Partition] = max(wl.processed[tp.Partition], off)
 			}
-			offs = append(offs, history.PartitionOffset{TP: htp(tp), Offset: off})
+			offs = append(offs, history.PartitionOffset{TP: HTP(tp), Offset: off})
 		}
 		wl.rec.Complete(id, wl.now(), history.OK, history.Result{Offsets: offs})
 		done(got, true)

@@ -1,4 +1,4 @@
-package scenarios
+package apps
 
 import (
 	"fmt"
@@ -10,25 +10,23 @@ import (
 	"github.com/kafkasim/kafkasim/history"
 )
 
-// readerNode is the downstream reader: it reads the workload's output
-// topic throughout the run, as a downstream application would, so the
-// checkers see what a read_committed consumer is served while transactions
-// are open and leaders change, not only the settled end state (G1a,
-// precommitted-read, read-past-lso). It is not a fault target: what it
-// judges is the brokers, and it only reads.
-const readerNode = "reader"
-
 // The reader's fetch.max.wait.ms and fetch.min.bytes.
 const (
 	readerFetchMaxWait  = 150 * time.Millisecond
 	readerFetchMinBytes = 4096
 )
 
-// readerApp polls every partition of the output topic (the input topic of
-// a produce-only workload) from offset 0 with the downstream consumers'
-// isolation.level until the workload stops, recording each poll.
+// readerApp is the downstream reader, on ReaderNode: it reads the
+// workload's output topic throughout the run, as a downstream application
+// would, so the checkers see what a read_committed consumer is served while
+// transactions are open and leaders change, not only the settled end state
+// (G1a, precommitted-read, read-past-lso). It polls every partition of the
+// output topic (the input topic of a produce-only workload) from offset 0
+// with the downstream consumers' isolation.level until the workload stops,
+// recording each poll. It is not a fault target: what it judges is the
+// brokers, and it only reads.
 type readerApp struct {
-	wl      *workload
+	wl      *Workload
 	e       env.Env
 	rt      *rpcRouter
 	c       *client.Consumer
@@ -37,15 +35,15 @@ type readerApp struct {
 	iso     history.Isolation
 }
 
-// readerTopic is the topic the downstream reader follows, "" if none: the
+// ReaderTopic is the topic the downstream reader follows, "" if none: the
 // output of a consume-transform-produce pipeline, the input of a
 // produce-only workload. A sink pipeline's output is the sink's.
-func (wl *workload) readerTopic() string {
-	switch wl.s.Workload.Kind {
+func (wl *Workload) ReaderTopic() string {
+	switch wl.cfg.Workload.Kind {
 	case ConsumeTransformProduce:
-		return outputTopic
+		return OutputTopic
 	case ProduceOnly:
-		return inputTopic
+		return InputTopic
 	}
 	return ""
 }
@@ -54,12 +52,12 @@ func (a *readerApp) Start(e env.Env) {
 	wl := a.wl
 	a.e = e
 	a.rt = newRPCRouter(e)
-	a.process = wl.process(readerNode)
-	o := client.DefaultConsumerOptions(wl.c.brokers...)
-	o.ConnectionOptions = wl.connection(readerNode)
+	a.process = wl.process(ReaderNode)
+	o := client.DefaultConsumerOptions(wl.cfg.Brokers...)
+	o.ConnectionOptions = wl.connection(ReaderNode)
 	o.AutoOffsetReset = client.OffsetResetEarliest
 	o.IsolationLevel, a.iso = client.ReadCommitted, history.ReadCommitted
-	if wl.s.Workload.Kind == ConsumeTransformProduce && wl.isolation() != client.ReadCommitted {
+	if wl.cfg.Workload.Kind == ConsumeTransformProduce && wl.Isolation() != client.ReadCommitted {
 		o.IsolationLevel, a.iso = client.ReadUncommitted, history.ReadUncommitted
 	}
 	// Polls in batches, a few a second, as a downstream application
@@ -68,17 +66,17 @@ func (a *readerApp) Start(e env.Env) {
 	o.FetchMaxWait, o.FetchMinBytes = readerFetchMaxWait, readerFetchMinBytes
 	c, err := client.NewConsumer(e, a.rt.Router, o)
 	if err != nil {
-		panic(fmt.Sprintf("scenario %q: reader options: %v", wl.s.Name, err))
+		panic(fmt.Sprintf("scenario %q: reader options: %v", wl.cfg.Name, err))
 	}
 	a.c = c
 	var parts []history.TopicPartition
-	for p := range wl.s.Cluster.Partitions {
-		tp := metadata.TopicPartition{Topic: wl.readerTopic(), Partition: int32(p)}
+	for p := range wl.cfg.Partitions {
+		tp := metadata.TopicPartition{Topic: wl.ReaderTopic(), Partition: int32(p)}
 		a.tps = append(a.tps, tp)
-		parts = append(parts, htp(tp))
+		parts = append(parts, HTP(tp))
 	}
 	c.Assign(a.tps)
-	id := wl.rec.Invoke(history.Op{Process: a.process, Node: readerNode, Kind: history.KindAssign, Call: wl.now(), Assign: &history.Assign{Partitions: parts}})
+	id := wl.rec.Invoke(history.Op{Process: a.process, Node: ReaderNode, Kind: history.KindAssign, Call: wl.now(), Assign: &history.Assign{Partitions: parts}})
 	wl.rec.Complete(id, wl.now(), history.OK, history.Result{})
 	a.poll()
 }
@@ -86,7 +84,7 @@ func (a *readerApp) Start(e env.Env) {
 func (a *readerApp) poll() {
 	wl := a.wl
 	before := positions(a.c, a.tps)
-	id := wl.rec.Invoke(history.Op{Process: a.process, Node: readerNode, Kind: history.KindPoll, Call: wl.now(), Poll: &history.Poll{Isolation: a.iso}})
+	id := wl.rec.Invoke(history.Op{Process: a.process, Node: ReaderNode, Kind: history.KindPoll, Call: wl.now(), Poll: &history.Poll{Isolation: a.iso}})
 	a.c.Poll(pollRecordsMax, 500*time.Millisecond, func(recs []client.Record, err error) {
 		outcome := history.OK
 		if err != nil && len(recs) == 0 {

@@ -1,4 +1,4 @@
-package scenarios
+package apps
 
 import (
 	"github.com/kafkasim/kafkasim/broker/client"
@@ -39,7 +39,7 @@ func fetchesOf(recs []client.Record, before map[metadata.TopicPartition]int64, m
 				from = history.NoOffset
 			}
 			lso := r.LastStableOffset
-			fs = append(fs, history.Fetch{TP: htp(tp), From: from, LastStable: &lso})
+			fs = append(fs, history.Fetch{TP: HTP(tp), From: from, LastStable: &lso})
 			i = len(fs) - 1
 			last[tp] = i
 		}

@@ -1,0 +1,137 @@
+package apps
+
+import "fmt"
+
+// ProducerConfig is the producer clients' configuration.
+type ProducerConfig struct {
+	Acks                             string `json:"acks"` // "0", "1" or "all"
+	EnableIdempotence                bool   `json:"enable.idempotence"`
+	Retries                          int    `json:"retries"`
+	MaxInFlightRequestsPerConnection int    `json:"max.in.flight.requests.per.connection"`
+	// TransactionalID is the consume-transform-produce processors'
+	// transactional.id: processor i uses "<id>-<i>", the same after every
+	// restart, so a restarted processor fences its previous incarnation
+	// (unless workload.transactional.id.per.incarnation).
+	TransactionalID      *string `json:"transactional.id"`
+	DeliveryTimeoutMs    int     `json:"delivery.timeout.ms"`
+	RequestTimeoutMs     int     `json:"request.timeout.ms"`
+	LingerMs             int     `json:"linger.ms"`
+	TransactionTimeoutMs int     `json:"transaction.timeout.ms"`
+	MaxBlockMs           int     `json:"max.block.ms"`
+}
+
+// ConsumerConfig is the consumer clients' configuration.
+type ConsumerConfig struct {
+	// IsolationLevel is every consumer's isolation.level downstream of the
+	// producers: the pipeline's consumers, and the final read of a
+	// consume-transform-produce output topic (the output's downstream
+	// consumer). read_committed consumers also fetch their starting
+	// offsets with require_stable.
+	IsolationLevel       string `json:"isolation.level"` // read_uncommitted | read_committed
+	EnableAutoCommit     bool   `json:"enable.auto.commit"`
+	AutoCommitIntervalMs int    `json:"auto.commit.interval.ms"`
+	AutoOffsetReset      string `json:"auto.offset.reset"`
+	// Group membership (consume-transform-produce processors subscribe).
+	SessionTimeoutMs    int `json:"session.timeout.ms"`
+	HeartbeatIntervalMs int `json:"heartbeat.interval.ms"`
+	MaxPollIntervalMs   int `json:"max.poll.interval.ms"`
+	// FetchMinBytes and FetchMaxWaitMs are fetch.min.bytes and
+	// fetch.max.wait.ms: a leader holds a consumer's fetch until it has
+	// this many bytes or this long has passed, so polls come in batches.
+	FetchMinBytes  int `json:"fetch.min.bytes"`
+	FetchMaxWaitMs int `json:"fetch.max.wait.ms"`
+}
+
+// WorkloadConfig is what the clients do.
+type WorkloadConfig struct {
+	// Kind is produce-only, consume-process-sink or
+	// consume-transform-produce.
+	Kind string `json:"kind"`
+	// Commit is the consumer's pattern: commit-before-process,
+	// process-then-commit, atomic-with-output or transactional.
+	Commit    string `json:"commit,omitempty"`
+	Messages  int    `json:"messages"`
+	Producers int    `json:"producers"`
+	Consumers int    `json:"consumers"`
+	// DurationMs is the workload's time budget before heal and drain.
+	DurationMs int `json:"duration.ms"`
+	// ProcessingMs is how long a consumer application works on a polled
+	// batch before writing its outputs (not a Kafka setting: the
+	// application's own time, the window a crash can fall into).
+	ProcessingMs int `json:"processing.ms"`
+	// TransactionalIDPerIncarnation: every producer a processor makes (at
+	// its start, and again after a commit whose outcome is unknown or a
+	// fatal error) gets a fresh transactional.id, as an application
+	// generating a random one does, so it never fences what the previous
+	// one left open.
+	TransactionalIDPerIncarnation bool `json:"transactional.id.per.incarnation"`
+	// CommitIntervalMs is how long a consume-transform-produce processor
+	// keeps one transaction open across polls before it commits it, as
+	// Kafka Streams' commit.interval.ms (100 ms under exactly-once); 0: one
+	// transaction per poll.
+	CommitIntervalMs int `json:"commit.interval.ms"`
+	// AbortPercent is the share of its transactions a processor aborts
+	// after writing their outputs — its processing failed (not a Kafka
+	// setting: the application's own failures) — before it rewinds and
+	// processes the inputs again.
+	AbortPercent int `json:"abort.percent"`
+}
+
+// Workload kinds and commit patterns.
+const (
+	ProduceOnly             = "produce-only"
+	ConsumeProcessSink      = "consume-process-sink"
+	ConsumeTransformProduce = "consume-transform-produce"
+
+	CommitBeforeProcess = "commit-before-process"
+	ProcessThenCommit   = "process-then-commit"
+	AtomicWithOutput    = "atomic-with-output"
+	Transactional       = "transactional"
+)
+
+// AcksValue is acks as the wire has it.
+func (p ProducerConfig) AcksValue() int16 {
+	switch p.Acks {
+	case "0":
+		return 0
+	case "1":
+		return 1
+	}
+	return -1
+}
+
+// Config is what a run's applications are told.
+type Config struct {
+	// Name is the scenario's, for the messages of a panic.
+	Name string
+	// Brokers are the addresses the clients bootstrap from.
+	Brokers []string
+	// Partitions is the number of partitions of each topic.
+	Partitions int
+	Producer   ProducerConfig
+	Consumer   ConsumerConfig
+	Workload   WorkloadConfig
+	// Upstream configures the idempotent producers feeding a
+	// consume-transform-produce pipeline, whose Producer section
+	// configures the processors' transactional producers instead: only
+	// its request.timeout.ms and delivery.timeout.ms are used.
+	Upstream ProducerConfig
+}
+
+// The topics, the group and the nodes of a run.
+const (
+	InputTopic  = "input"
+	OutputTopic = "output"
+	GroupID     = "pipeline"
+	SinkNode    = "sink"
+	ReaderNode  = "reader"
+)
+
+// ProducerNode is the node of producer application i.
+func ProducerNode(i int) string { return fmt.Sprintf("producer-%d", i) }
+
+// ConsumerNode is the node of sink pipeline consumer i.
+func ConsumerNode(i int) string { return fmt.Sprintf("consumer-%d", i) }
+
+// ProcessorNode is the node of consume-transform-produce processor i.
+func ProcessorNode(i int) string { return fmt.Sprintf("processor-%d", i) }
