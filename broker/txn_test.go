@@ -244,9 +244,9 @@ func TestPendingTransactionalOffsetsAreUnstableUntilTheMarker(t *testing.T) {
 	require.Zero(t, p.addOffsets("etl"))
 	require.Zero(t, p.txnOffsetCommit("etl", -1, "", orders, 5))
 
-	off, code := p.offsetFetch("etl", orders, true)
+	_, code := p.offsetFetch("etl", orders, true)
 	require.Equal(t, kerr.UnstableOffsetCommit.Code, code, "require_stable: the transaction may still move it")
-	off, code = p.offsetFetch("etl", orders, false)
+	off, code := p.offsetFetch("etl", orders, false)
 	require.Zero(t, code)
 	require.Equal(t, int64(-1), off, "not committed yet")
 

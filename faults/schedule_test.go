@@ -48,10 +48,7 @@ const everyKind = `
 
 func TestEveryActionPrintsAsTheLineItWasParsedFrom(t *testing.T) {
 	s := mustParse(t, everyKind)
-	var lines []string
-	for _, l := range strings.Split(strings.TrimSpace(everyKind), "\n") {
-		lines = append(lines, l)
-	}
+	lines := strings.Split(strings.TrimSpace(everyKind), "\n")
 	require.Equal(t, strings.Join(lines, "\n")+"\n", s.String())
 	for _, a := range s {
 		back, err := faults.ParseAction(a.String())

@@ -16,7 +16,6 @@ type peer struct {
 	inbound   map[env.ConnID]string
 	received  map[env.ConnID][][]byte
 	closed    []env.ConnID
-	fired     []string
 	echo      bool // send every frame back
 }
 

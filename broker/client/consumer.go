@@ -31,10 +31,9 @@ type Consumer struct {
 	fetching map[int32]bool
 	buffered []*completedFetch // fetched, not yet returned, in arrival order
 
-	poll       *pendingPoll
-	pollErr    error // reported by the next Poll
-	resetting  map[int32]bool
-	committing bool // an OffsetFetch for starting positions is out
+	poll      *pendingPoll
+	pollErr   error // reported by the next Poll
+	resetting map[int32]bool
 
 	coord        coordinator
 	group        *membership // with Subscribe
