@@ -223,7 +223,10 @@ var catalogue = slices.Concat(
 		}),
 		scenario("acks-all-kip101-off", "acks=all with kip101.leader.epoch.truncation=false: a new follower cuts its log to its high watermark instead of asking the leader's epochs (the pre-KIP-101 rule), so after successive leader failures replicas diverge below the high watermark and committed records are lost", func(s *Scenario) {
 			s.Cluster.KIP101LeaderEpochTruncation = false
-			s.Workload.Kind, s.Faults, s.Expect, s.Refutes = ProduceOnly, "crash,network", checkers.None, checkers.AtLeastOnce
+			// Crashes alone, as in KIP-101's own scenarios: network faults
+			// add nothing to the window and thin the crashes aimed at it
+			// (caught on 49% of 200 seeds under crash,network; 76% now).
+			s.Workload.Kind, s.Faults, s.Expect, s.Refutes = ProduceOnly, "crash", checkers.None, checkers.AtLeastOnce
 		}),
 		scenario("acks-all-unclean-election", "acks=all with unclean.leader.election.enable: an out-of-sync leader loses committed data", func(s *Scenario) {
 			s.Cluster.UncleanLeaderElectionEnable = true
