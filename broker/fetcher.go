@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"errors"
 	"maps"
 	"slices"
 	"time"
@@ -242,7 +243,7 @@ func (f *fetcher) handlePartition(s *fetchState, rp kmsg.FetchResponseTopicParti
 				return err
 			}
 			p.b.e.Log("follower-append-refused", "partition", p.tp.String(), "error", err.Error())
-			if errorIs(err, log.ErrCorruptMessage) {
+			if errors.Is(err, log.ErrCorruptMessage) {
 				p.b.e.Probe(probe.CorruptBatchDetected, p.tp.String())
 			}
 			f.backoff(s)
@@ -253,4 +254,4 @@ func (f *fetcher) handlePartition(s *fetchState, rp kmsg.FetchResponseTopicParti
 	return p.apply()
 }
 
-func isStorageError(err error) bool { return errorIs(err, log.ErrKafkaStorage) }
+func isStorageError(err error) bool { return errors.Is(err, log.ErrKafkaStorage) }

@@ -312,7 +312,7 @@ func (tc *txnCoordinator) appendMarker(tp metadata.TopicPartition, m kmsg.WriteT
 	}
 	res, err := p.log.AppendMarker(m.ProducerID, m.ProducerEpoch, marker, p.epoch(), b.e.WallClock().UnixMilli())
 	if err != nil {
-		if errorIs(err, log.ErrKafkaStorage) {
+		if errors.Is(err, log.ErrKafkaStorage) {
 			b.haltOnStorageError(fmt.Sprintf("append marker to %v: %v", tp, err))
 			return nil, 0, kerr.KafkaStorageError.Code
 		}

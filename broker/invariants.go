@@ -1,11 +1,6 @@
 package broker
 
-import (
-	"errors"
-	"github.com/kafkasim/kafkasim/internal/invariant"
-)
-
-func errorIs(err, target error) bool { return errors.Is(err, target) }
+import "github.com/kafkasim/kafkasim/internal/invariant"
 
 // invariantf is the message of a broken broker invariant
 // (invariant.Message). Call it only once the invariant has failed.
