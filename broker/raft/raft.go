@@ -1,0 +1,861 @@
+package raft
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/kafkasim/kafkasim/env"
+)
+
+// Role is the node's place in the quorum, one of QuorumState's states.
+type Role uint8
+
+const (
+	Unattached  Role = iota // knows no leader in its epoch (UnattachedState); may have voted
+	Prospective             // asking for pre-votes, epoch not bumped (ProspectiveState, KIP-996)
+	Candidate               // standing in its bumped epoch, voted for itself (CandidateState)
+	Leader                  // won its epoch (LeaderState)
+	Follower                // fetching from its epoch's leader (FollowerState)
+	Resigned                // led its epoch and gave up (ResignedState)
+)
+
+func (r Role) String() string {
+	return [...]string{"unattached", "prospective", "candidate", "leader", "follower", "resigned"}[r]
+}
+
+// NoID is a vote or leader that is not there.
+const NoID int32 = -1
+
+// Entry is one log entry. LeaderChange marks the control entry a new leader
+// writes first in its epoch (KRaft's LeaderChangeMessage).
+type Entry struct {
+	Offset       int64
+	Epoch        int32
+	Data         []byte
+	LeaderChange bool
+}
+
+func (e Entry) String() string {
+	if e.LeaderChange {
+		return fmt.Sprintf("%d@%d:leader-change", e.Offset, e.Epoch)
+	}
+	return fmt.Sprintf("%d@%d:%s", e.Offset, e.Epoch, e.Data)
+}
+
+// QuorumState is what the node persists (PersistQuorumState) and is
+// restarted from.
+type QuorumState struct {
+	Epoch    int32
+	VotedID  int32
+	LeaderID int32
+}
+
+// Config is the node's identity, the static voter set and the timeouts,
+// named after Kafka's quorum.* settings. Zero durations take Kafka's
+// defaults.
+type Config struct {
+	ID     int32
+	Voters []int32 // 1, 3 or 5 ids, including ID
+
+	ElectionTimeout    time.Duration // quorum.election.timeout.ms, 1s
+	FetchTimeout       time.Duration // quorum.fetch.timeout.ms, 2s
+	ElectionBackoffMax time.Duration // quorum.election.backoff.max.ms, 1s
+	RetryBackoff       time.Duration // quorum.retry.backoff.ms, 20ms
+	RequestTimeout     time.Duration // quorum.request.timeout.ms, 2s: BeginQuorumEpoch/EndQuorumEpoch resend period
+	FetchMaxWait       time.Duration // the fetch long-poll bound (500ms): an unanswered Fetch is sent again after it
+
+	// FetchMaxEntries caps the records in one FetchResponse, as a fetch's
+	// MaxBytes does; 0 is no cap.
+	FetchMaxEntries int
+
+	// Jitter draws a duration in [0, max) from the runtime's own seeded
+	// stream; it is the node's only randomness (election timeouts and
+	// backoffs, as KafkaRaftClient draws from its Random). Nil draws 0.
+	Jitter func(max time.Duration) time.Duration
+}
+
+func (c *Config) defaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.ElectionTimeout, time.Second)
+	def(&c.FetchTimeout, 2*time.Second)
+	def(&c.ElectionBackoffMax, time.Second)
+	def(&c.RetryBackoff, 20*time.Millisecond)
+	def(&c.RequestTimeout, 2*time.Second)
+	def(&c.FetchMaxWait, 500*time.Millisecond)
+}
+
+// NotLeaderError is Propose on a node that does not lead.
+type NotLeaderError struct {
+	Epoch    int32
+	LeaderID int32 // -1 if unknown
+}
+
+func (e NotLeaderError) Error() string {
+	return fmt.Sprintf("not leader: epoch %d leader %d", e.Epoch, e.LeaderID)
+}
+
+// remote is LeaderState's view of one other voter (ReplicaState).
+type remote struct {
+	end       int64    // fetch offset of its last consistent fetch, -1 if none this epoch
+	lastFetch env.Time // last fetch in this epoch, or when the epoch began
+	acked     bool     // BeginQuorumEpoch (or EndQuorumEpoch, resigned) acknowledged
+	sentAt    env.Time // last BeginQuorumEpoch/EndQuorumEpoch sent
+}
+
+// Node is one voter's Raft core.
+type Node struct {
+	cfg    Config
+	voters []int32 // sorted
+	now    env.Time
+
+	role     Role
+	epoch    int32
+	votedFor int32
+	leader   int32
+	stored   QuorumState // last PersistQuorumState emitted (or restarted from)
+
+	log     []Entry
+	flushed int64
+	hw      int64
+
+	// Unattached, Prospective, Candidate, Resigned.
+	electionDeadline env.Time
+	retries          int
+	// Candidate after losing: backing off until backoffUntil.
+	backingOff   bool
+	backoffUntil env.Time
+	// Prospective, Candidate: answers this round (EpochElection).
+	granted, rejected map[int32]bool
+
+	// Follower (FollowerState).
+	fetchDeadline env.Time
+	hasFetched    bool // a fetch succeeded since it began following, and the leader has not resigned
+	fetchInFlight bool
+	fetchSentAt   env.Time
+
+	// Leader and Resigned.
+	leaderEpoch int32
+	epochStart  int64
+	remotes     map[int32]*remote
+
+	effects   []Effect
+	violation string // a rule broken inside a step, reported by Check
+	hwFloor   int64  // the high watermark at the last Check
+}
+
+// New is a node restarted from its persisted quorum state and its durable
+// log (all of which counts as flushed) at now. A node that led its epoch
+// comes back Resigned and asks the others to elect (KafkaRaftClient's
+// initialize); one that knew a leader comes back following it; else
+// Unattached, keeping its vote.
+func New(cfg Config, st QuorumState, log []Entry, now env.Time) *Node {
+	cfg.defaults()
+	n := &Node{cfg: cfg, voters: slices.Sorted(slices.Values(cfg.Voters)), now: now,
+		epoch: st.Epoch, votedFor: st.VotedID, leader: st.LeaderID, stored: st,
+		log: slices.Clone(log), flushed: int64(len(log))}
+	if !slices.Contains(n.voters, cfg.ID) {
+		panic(fmt.Sprintf("raft: node %d not among voters %v", cfg.ID, n.voters))
+	}
+	switch {
+	case st.LeaderID == cfg.ID:
+		n.votedFor = cfg.ID
+		n.resign(now)
+	case st.LeaderID != NoID:
+		n.becomeFollower(st.LeaderID, now)
+	default:
+		n.becomeUnattached(now, n.electionTimeout())
+	}
+	return n
+}
+
+// Accessors.
+
+func (n *Node) ID() int32                { return n.cfg.ID }
+func (n *Node) Role() Role               { return n.role }
+func (n *Node) Epoch() int32             { return n.epoch }
+func (n *Node) VotedFor() int32          { return n.votedFor }
+func (n *Node) LeaderID() int32          { return n.leader }
+func (n *Node) LogEnd() int64            { return int64(len(n.log)) }
+func (n *Node) FlushedEnd() int64        { return n.flushed }
+func (n *Node) HighWatermark() int64     { return n.hw }
+func (n *Node) QuorumState() QuorumState { return QuorumState{n.epoch, n.votedFor, n.leader} }
+func (n *Node) Voters() []int32          { return slices.Clone(n.voters) }
+func (n *Node) majority() int            { return len(n.voters)/2 + 1 }
+func (n *Node) isVoter(id int32) bool    { _, ok := slices.BinarySearch(n.voters, id); return ok }
+func (n *Node) others() []int32 {
+	return slices.DeleteFunc(slices.Clone(n.voters), func(v int32) bool { return v == n.cfg.ID })
+}
+func (n *Node) lastEpoch(end int64) int32 { return epochAt(n.log, end) }
+
+// Entries returns the log entries in [from, to), clipped to the log.
+// Those below HighWatermark are committed.
+func (n *Node) Entries(from, to int64) []Entry {
+	from, to = max(from, 0), min(to, int64(len(n.log)))
+	if from >= to {
+		return nil
+	}
+	return slices.Clone(n.log[from:to])
+}
+
+// epochAt is the epoch of the entry before end, 0 for an empty prefix.
+func epochAt(log []Entry, end int64) int32 {
+	if end <= 0 {
+		return 0
+	}
+	return log[end-1].Epoch
+}
+
+// endOffsetForEpoch is ReplicatedLog.endOffsetForEpoch: the largest epoch
+// at or below epoch in log and the offset where it ends; (0, 0) if none.
+func endOffsetForEpoch(log []Entry, epoch int32) EpochEndOffset {
+	for i := len(log) - 1; i >= 0; i-- {
+		if log[i].Epoch <= epoch {
+			return EpochEndOffset{Epoch: log[i].Epoch, EndOffset: int64(i + 1)}
+		}
+	}
+	return EpochEndOffset{}
+}
+
+// upToDate is KafkaRaftClient's isLogUpToDate: the candidate's (last
+// epoch, end offset) is at least ours, lexicographically.
+func (n *Node) upToDate(lastEpoch int32, end int64) bool {
+	my := n.lastEpoch(n.LogEnd())
+	return lastEpoch > my || lastEpoch == my && end >= n.LogEnd()
+}
+
+func (n *Node) jitter(max time.Duration) time.Duration {
+	if n.cfg.Jitter == nil || max <= 0 {
+		return 0
+	}
+	d := n.cfg.Jitter(max)
+	if d < 0 || d >= max {
+		panic(fmt.Sprintf("raft: Jitter(%v) drew %v, outside [0, %v)", max, d, max))
+	}
+	return d
+}
+
+// electionTimeout is QuorumState's randomElectionTimeoutMs: the timeout
+// plus up to as much again.
+func (n *Node) electionTimeout() time.Duration {
+	return n.cfg.ElectionTimeout + n.jitter(n.cfg.ElectionTimeout)
+}
+
+// electionBackoff is KafkaRaftClient's binaryExponentialElectionBackoffMs:
+// a random multiple of the retry backoff, doubling with each lost round,
+// capped at quorum.election.backoff.max.ms.
+func (n *Node) electionBackoff() time.Duration {
+	b := n.cfg.RetryBackoff << min(n.retries, 16)
+	b = min(b, n.cfg.ElectionBackoffMax)
+	return n.cfg.RetryBackoff/2 + n.jitter(b)
+}
+
+// persist emits PersistQuorumState if the quorum state changed since the
+// last one: before any Send that follows, as QuorumState writes its
+// ElectionState before the transition is visible.
+func (n *Node) persist() {
+	st := n.QuorumState()
+	if st != n.stored {
+		n.stored = st
+		n.emit(PersistQuorumState{Epoch: st.Epoch, VotedID: st.VotedID, LeaderID: st.LeaderID})
+	}
+}
+
+// Transitions (QuorumState.transitionTo*).
+
+func (n *Node) clearRoleState() {
+	n.backingOff, n.granted, n.rejected = false, nil, nil
+	n.fetchInFlight, n.hasFetched = false, false
+	n.remotes = nil
+}
+
+// bumpTo moves to a higher epoch seen in a message: no vote, no leader yet.
+func (n *Node) bumpTo(epoch int32) {
+	n.epoch, n.votedFor, n.leader = epoch, NoID, NoID
+}
+
+// learn handles an epoch and leader named in any message: a higher epoch
+// makes the node Unattached in it, or Follower if the leader is named; a
+// leader named in the current epoch, when the node knows none, makes it
+// Follower. It reports whether the node changed state.
+func (n *Node) learn(epoch, leader int32, now env.Time) bool {
+	if epoch > n.epoch {
+		n.bumpTo(epoch)
+		if leader != NoID && leader != n.cfg.ID && n.isVoter(leader) {
+			n.becomeFollower(leader, now)
+		} else {
+			n.becomeUnattached(now, n.electionTimeout())
+		}
+		return true
+	}
+	if epoch == n.epoch && leader != NoID && leader != n.cfg.ID && n.isVoter(leader) {
+		switch n.role {
+		case Unattached, Candidate:
+			n.becomeFollower(leader, now)
+			return true
+		case Prospective:
+			// A pre-vote answer naming a leader of our epoch we did not
+			// know: follow it (KIP-996). One naming the leader we lost
+			// says nothing new; the round decides.
+			if n.leader == NoID {
+				n.becomeFollower(leader, now)
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (n *Node) becomeUnattached(now env.Time, timeout time.Duration) {
+	n.clearRoleState()
+	n.role = Unattached
+	n.leader = NoID
+	n.electionDeadline = now.Add(timeout)
+	n.persist()
+}
+
+func (n *Node) becomeFollower(leader int32, now env.Time) {
+	n.clearRoleState()
+	n.role, n.leader = Follower, leader
+	n.retries = 0
+	n.fetchDeadline = now.Add(n.cfg.FetchTimeout)
+	n.persist()
+	n.maybeFetch(now)
+}
+
+// becomeProspective asks the others for pre-votes without bumping the
+// epoch or persisting anything (KIP-996). A follower keeps its leader's id
+// to go back to.
+func (n *Node) becomeProspective(now env.Time) {
+	leader := n.leader
+	n.clearRoleState()
+	n.role, n.leader = Prospective, leader
+	n.electionDeadline = now.Add(n.electionTimeout())
+	n.granted = map[int32]bool{n.cfg.ID: true}
+	n.rejected = map[int32]bool{}
+	req := VoteRequest{PreVote: true, CandidateEpoch: n.epoch, CandidateID: n.cfg.ID,
+		LastOffsetEpoch: n.lastEpoch(n.LogEnd()), LastOffset: n.LogEnd()}
+	for _, v := range n.others() {
+		n.send(v, req)
+	}
+	n.tallyPreVotes(now)
+}
+
+// becomeCandidate bumps the epoch, votes for itself, persists, and asks
+// for votes (CandidateState).
+func (n *Node) becomeCandidate(now env.Time) {
+	n.clearRoleState()
+	n.role = Candidate
+	n.epoch, n.votedFor, n.leader = n.epoch+1, n.cfg.ID, NoID
+	n.electionDeadline = now.Add(n.electionTimeout())
+	n.granted = map[int32]bool{n.cfg.ID: true}
+	n.rejected = map[int32]bool{}
+	n.persist()
+	req := VoteRequest{CandidateEpoch: n.epoch, CandidateID: n.cfg.ID,
+		LastOffsetEpoch: n.lastEpoch(n.LogEnd()), LastOffset: n.LogEnd()}
+	for _, v := range n.others() {
+		n.send(v, req)
+	}
+	n.tallyVotes(now)
+}
+
+// becomeLeader writes the leader-change entry of its epoch and announces
+// itself with BeginQuorumEpoch (LeaderState; KafkaRaftClient.onBecomeLeader).
+func (n *Node) becomeLeader(now env.Time) {
+	n.clearRoleState()
+	n.role, n.leader, n.leaderEpoch = Leader, n.cfg.ID, n.epoch
+	n.retries = 0
+	n.persist()
+	n.epochStart = n.LogEnd()
+	n.appendEntry(Entry{Offset: n.LogEnd(), Epoch: n.epoch, LeaderChange: true})
+	n.remotes = map[int32]*remote{}
+	for _, v := range n.others() {
+		n.remotes[v] = &remote{end: -1, lastFetch: now, sentAt: now}
+		n.send(v, BeginQuorumEpochRequest{LeaderEpoch: n.epoch, LeaderID: n.cfg.ID})
+	}
+	n.maybeAdvanceHW()
+}
+
+// resign gives up the leadership of the epoch (check quorum, or a restart
+// of a leader): Resigned, EndQuorumEpoch to the others, most caught up
+// first (LeaderState.nonLeaderVotersByDescendingFetchOffset).
+func (n *Node) resign(now env.Time) {
+	ends := map[int32]int64{}
+	for v, r := range n.remotes {
+		ends[v] = r.end
+	}
+	n.clearRoleState()
+	n.role, n.leader, n.leaderEpoch = Resigned, n.cfg.ID, n.epoch
+	n.electionDeadline = now.Add(n.electionTimeout())
+	n.persist()
+	succ := n.others()
+	slices.SortStableFunc(succ, func(a, b int32) int {
+		ea, eb := ends[a], ends[b]
+		if ea != eb {
+			if ea > eb {
+				return -1
+			}
+			return 1
+		}
+		return int(a - b)
+	})
+	n.remotes = map[int32]*remote{}
+	for _, v := range succ {
+		n.remotes[v] = &remote{end: -1, sentAt: now}
+	}
+	n.sendEndQuorum(succ)
+}
+
+func (n *Node) sendEndQuorum(succ []int32) {
+	for _, v := range succ {
+		n.send(v, EndQuorumEpochRequest{LeaderEpoch: n.epoch, LeaderID: n.cfg.ID, PreferredSuccessors: succ})
+	}
+}
+
+// successors is the EndQuorumEpoch order a resigned node sends again.
+func (n *Node) successors() []int32 {
+	var out []int32
+	for _, v := range n.others() {
+		if n.remotes[v] != nil {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// loseElection handles a lost or timed-out round. A prospective goes back
+// to following the leader it had, or waits a backoff as Unattached; a
+// candidate backs off, then becomes Prospective (KafkaRaftClient's
+// pollCandidate / prospectiveTransitionAfterElectionLoss).
+func (n *Node) loseElection(now env.Time) {
+	n.retries++
+	switch n.role {
+	case Prospective:
+		if n.leader != NoID && n.leader != n.cfg.ID {
+			n.becomeFollower(n.leader, now)
+		} else {
+			n.becomeUnattached(now, n.electionBackoff())
+		}
+	case Candidate:
+		n.backingOff = true
+		n.backoffUntil = now.Add(n.electionBackoff())
+	}
+}
+
+func (n *Node) tallyPreVotes(now env.Time) {
+	if len(n.granted) >= n.majority() {
+		n.becomeCandidate(now)
+	} else if len(n.rejected) > len(n.voters)-n.majority() {
+		n.loseElection(now)
+	}
+}
+
+func (n *Node) tallyVotes(now env.Time) {
+	if n.backingOff {
+		return
+	}
+	if len(n.granted) >= n.majority() {
+		n.becomeLeader(now)
+	} else if len(n.rejected) > len(n.voters)-n.majority() {
+		n.loseElection(now)
+	}
+}
+
+// Steps.
+
+// Tick is time passing: election, fetch and check-quorum timers, and
+// resends.
+func (n *Node) Tick(now env.Time) {
+	n.advance(now)
+	switch n.role {
+	case Unattached:
+		if !now.Before(n.electionDeadline) {
+			n.becomeProspective(now)
+		}
+	case Prospective:
+		if !now.Before(n.electionDeadline) {
+			n.loseElection(now)
+		}
+	case Candidate:
+		if n.backingOff {
+			if !now.Before(n.backoffUntil) {
+				n.becomeProspective(now)
+			}
+		} else if !now.Before(n.electionDeadline) {
+			n.loseElection(now)
+		}
+	case Follower:
+		if !now.Before(n.fetchDeadline) {
+			n.becomeProspective(now)
+			return
+		}
+		if n.fetchInFlight && now.Sub(n.fetchSentAt) >= n.cfg.FetchMaxWait {
+			n.fetchInFlight = false
+		}
+		n.maybeFetch(now)
+	case Leader:
+		n.checkQuorum(now)
+		if n.role != Leader {
+			return
+		}
+		for _, v := range n.others() {
+			r := n.remotes[v]
+			if !r.acked && now.Sub(r.sentAt) >= n.cfg.RequestTimeout {
+				r.sentAt = now
+				n.send(v, BeginQuorumEpochRequest{LeaderEpoch: n.epoch, LeaderID: n.cfg.ID})
+			}
+		}
+	case Resigned:
+		if !now.Before(n.electionDeadline) {
+			n.becomeProspective(now)
+			return
+		}
+		succ := n.successors()
+		for _, v := range succ {
+			r := n.remotes[v]
+			if !r.acked && now.Sub(r.sentAt) >= n.cfg.RequestTimeout {
+				r.sentAt = now
+				n.send(v, EndQuorumEpochRequest{LeaderEpoch: n.epoch, LeaderID: n.cfg.ID, PreferredSuccessors: succ})
+			}
+		}
+	}
+}
+
+// checkQuorum is KAFKA-15489's check-quorum timer: a leader that has not
+// had a fetch from a majority of voters (itself included) within 1.5 ×
+// quorum.fetch.timeout.ms resigns (LeaderState.timeUntilCheckQuorumExpires).
+func (n *Node) checkQuorum(now env.Time) {
+	window := n.cfg.FetchTimeout + n.cfg.FetchTimeout/2
+	heard := 1
+	for _, v := range n.others() {
+		if now.Sub(n.remotes[v].lastFetch) < window {
+			heard++
+		}
+	}
+	if heard < n.majority() {
+		n.resign(now)
+	}
+}
+
+func (n *Node) advance(now env.Time) {
+	if now > n.now {
+		n.now = now
+	}
+}
+
+// Flushed is the runtime's word that the log up to end is durable.
+func (n *Node) Flushed(end int64) {
+	end = min(end, n.LogEnd())
+	if end <= n.flushed {
+		return
+	}
+	n.flushed = end
+	switch n.role {
+	case Leader:
+		n.maybeAdvanceHW()
+	case Follower:
+		n.maybeFetch(n.now)
+	}
+}
+
+// Propose appends data as an entry of the leader's epoch and returns its
+// offset; it commits once the high watermark passes it. A non-leader
+// answers NotLeaderError naming the leader it knows.
+func (n *Node) Propose(data []byte) (int64, error) {
+	if n.role != Leader {
+		return -1, NotLeaderError{Epoch: n.epoch, LeaderID: n.leader}
+	}
+	off := n.LogEnd()
+	n.appendEntry(Entry{Offset: off, Epoch: n.epoch, Data: slices.Clone(data)})
+	return off, nil
+}
+
+func (n *Node) appendEntry(e Entry) {
+	n.log = append(n.log, e)
+	n.emit(AppendLog{Entries: []Entry{e}})
+}
+
+// Receive is message msg from voter from arriving at now.
+func (n *Node) Receive(from int32, msg Message, now env.Time) {
+	n.advance(now)
+	if from == n.cfg.ID || !n.isVoter(from) {
+		return
+	}
+	switch m := msg.(type) {
+	case VoteRequest:
+		n.onVote(from, m, now)
+	case VoteResponse:
+		n.onVoteResponse(from, m, now)
+	case BeginQuorumEpochRequest:
+		n.onBeginQuorumEpoch(from, m, now)
+	case BeginQuorumEpochResponse:
+		if !n.learn(m.LeaderEpoch, m.LeaderID, now) && n.role == Leader && m.LeaderEpoch == n.epoch && m.ErrorCode == None {
+			n.remotes[from].acked = true
+		}
+	case EndQuorumEpochRequest:
+		n.onEndQuorumEpoch(from, m, now)
+	case EndQuorumEpochResponse:
+		if !n.learn(m.LeaderEpoch, m.LeaderID, now) && n.role == Resigned && m.LeaderEpoch == n.epoch && n.remotes[from] != nil {
+			n.remotes[from].acked = true
+		}
+	case FetchRequest:
+		n.onFetch(from, m, now)
+	case FetchResponse:
+		n.onFetchResponse(from, m, now)
+	default:
+		panic(fmt.Sprintf("raft: unknown message %T", msg))
+	}
+}
+
+// onVote is KafkaRaftClient.handleVoteRequest with each state's
+// canGrantVote.
+func (n *Node) onVote(from int32, m VoteRequest, now env.Time) {
+	if m.CandidateID != from {
+		return
+	}
+	reply := func(granted bool) {
+		n.send(from, VoteResponse{LeaderEpoch: n.epoch, LeaderID: n.leader, VoteGranted: granted})
+	}
+	if m.CandidateEpoch < n.epoch {
+		reply(false)
+		return
+	}
+	upToDate := n.upToDate(m.LastOffsetEpoch, m.LastOffset)
+	if m.PreVote {
+		// KIP-996: a pre-vote changes nothing, even from a higher epoch. It
+		// is refused by a leader, and by a follower that has fetched from
+		// its leader within the fetch timeout.
+		grant := upToDate
+		switch n.role {
+		case Leader:
+			grant = false
+		case Follower:
+			if n.hasFetched && now.Before(n.fetchDeadline) {
+				grant = false
+			}
+		}
+		reply(grant)
+		return
+	}
+	bumped := m.CandidateEpoch > n.epoch
+	if bumped {
+		n.bumpTo(m.CandidateEpoch)
+	}
+	// Same epoch now: a vote is granted once per epoch, to a candidate
+	// whose log is at least as up to date, by a node that knows no leader
+	// in the epoch.
+	grant := upToDate && n.leader == NoID && (n.votedFor == NoID || n.votedFor == from)
+	if grant && n.votedFor == NoID {
+		n.votedFor = from
+		bumped = true
+	}
+	if bumped {
+		// Unattached in the new epoch (with the vote, if cast), persisted
+		// in one write before the reply.
+		n.becomeUnattached(now, n.electionTimeout())
+	}
+	reply(grant)
+}
+
+func (n *Node) onVoteResponse(from int32, m VoteResponse, now env.Time) {
+	if n.learn(m.LeaderEpoch, m.LeaderID, now) {
+		return
+	}
+	switch n.role {
+	case Prospective:
+		// A pre-vote answer carries the responder's epoch, which may be
+		// below ours; one above was handled by learn.
+		if m.ErrorCode != None {
+			return
+		}
+		if m.VoteGranted {
+			n.granted[from] = true
+		} else {
+			n.rejected[from] = true
+		}
+		n.tallyPreVotes(now)
+	case Candidate:
+		if m.LeaderEpoch != n.epoch || m.ErrorCode != None {
+			return
+		}
+		if m.VoteGranted {
+			n.granted[from] = true
+		} else {
+			n.rejected[from] = true
+		}
+		n.tallyVotes(now)
+	}
+}
+
+func (n *Node) onBeginQuorumEpoch(from int32, m BeginQuorumEpochRequest, now env.Time) {
+	if m.LeaderID != from {
+		return
+	}
+	if m.LeaderEpoch < n.epoch {
+		n.send(from, BeginQuorumEpochResponse{ErrorCode: FencedLeaderEpoch, LeaderEpoch: n.epoch, LeaderID: n.leader})
+		return
+	}
+	n.learn(m.LeaderEpoch, m.LeaderID, now)
+	n.send(from, BeginQuorumEpochResponse{LeaderEpoch: n.epoch, LeaderID: n.leader})
+}
+
+// onEndQuorumEpoch: the leader resigned. Its follower stops refusing
+// pre-votes and stands after a backoff by its place among the preferred
+// successors, the first at once (KafkaRaftClient.endEpochElectionBackoff).
+func (n *Node) onEndQuorumEpoch(from int32, m EndQuorumEpochRequest, now env.Time) {
+	if m.LeaderID != from {
+		return
+	}
+	if m.LeaderEpoch < n.epoch {
+		n.send(from, EndQuorumEpochResponse{ErrorCode: FencedLeaderEpoch, LeaderEpoch: n.epoch, LeaderID: n.leader})
+		return
+	}
+	n.learn(m.LeaderEpoch, m.LeaderID, now)
+	if n.role == Follower && n.leader == from && m.LeaderEpoch == n.epoch {
+		n.hasFetched = false
+		pos := slices.Index(m.PreferredSuccessors, n.cfg.ID)
+		var backoff time.Duration
+		switch {
+		case pos < 0:
+			backoff = n.cfg.ElectionBackoffMax
+		case pos > 0:
+			backoff = min(n.cfg.RetryBackoff<<min(pos, 16), n.cfg.ElectionBackoffMax)
+		}
+		if d := now.Add(backoff); d < n.fetchDeadline {
+			n.fetchDeadline = d
+		}
+	}
+	n.send(from, EndQuorumEpochResponse{LeaderEpoch: n.epoch, LeaderID: n.leader})
+}
+
+// onFetch is the leader's handleFetchRequest: validateLeaderOnlyRequest,
+// then validateOffsetAndEpoch, then the records from FetchOffset.
+func (n *Node) onFetch(from int32, m FetchRequest, now env.Time) {
+	if m.ReplicaID != from {
+		return
+	}
+	fail := func(code ErrorCode) {
+		n.send(from, FetchResponse{ErrorCode: code, LeaderEpoch: n.epoch, LeaderID: n.leader, HighWatermark: -1,
+			FetchOffset: m.FetchOffset, LastFetchedEpoch: m.LastFetchedEpoch})
+	}
+	switch {
+	case m.CurrentLeaderEpoch < n.epoch:
+		fail(FencedLeaderEpoch)
+		return
+	case m.CurrentLeaderEpoch > n.epoch:
+		fail(UnknownLeaderEpoch)
+		return
+	case n.role != Leader:
+		fail(NotLeaderOrFollower)
+		return
+	}
+	r := n.remotes[from]
+	r.lastFetch, r.acked = now, true
+	resp := FetchResponse{LeaderEpoch: n.epoch, LeaderID: n.cfg.ID, FetchOffset: m.FetchOffset, LastFetchedEpoch: m.LastFetchedEpoch}
+	if e := endOffsetForEpoch(n.log, m.LastFetchedEpoch); m.FetchOffset > e.EndOffset || m.LastFetchedEpoch != e.Epoch {
+		resp.DivergingEpoch = &e
+	} else {
+		r.end = m.FetchOffset
+		n.maybeAdvanceHW()
+		recs := n.log[m.FetchOffset:]
+		if c := n.cfg.FetchMaxEntries; c > 0 && len(recs) > c {
+			recs = recs[:c]
+		}
+		resp.Records = slices.Clone(recs)
+	}
+	resp.HighWatermark = n.hw
+	n.send(from, resp)
+}
+
+// maybeAdvanceHW is LeaderState.maybeUpdateHighWatermark: the largest
+// offset a majority of voters holds (the leader by its flushed end),
+// once it is past the start of the leader's epoch; never backwards.
+func (n *Node) maybeAdvanceHW() {
+	ends := []int64{n.flushed}
+	for _, v := range n.others() {
+		ends = append(ends, n.remotes[v].end)
+	}
+	slices.Sort(ends)
+	slices.Reverse(ends)
+	m := ends[n.majority()-1]
+	if m > n.epochStart && m > n.hw {
+		n.hw = m
+	}
+}
+
+func (n *Node) onFetchResponse(from int32, m FetchResponse, now env.Time) {
+	if n.learn(m.LeaderEpoch, m.LeaderID, now) {
+		return
+	}
+	if n.role != Follower || from != n.leader || m.LeaderEpoch != n.epoch {
+		return
+	}
+	// Only the answer to a fetch from where the follower stands now.
+	if m.FetchOffset != n.flushed || n.flushed != n.LogEnd() || m.LastFetchedEpoch != n.lastEpoch(n.flushed) {
+		return
+	}
+	n.fetchInFlight = false
+	if m.ErrorCode != None {
+		return
+	}
+	n.hasFetched = true
+	n.fetchDeadline = now.Add(n.cfg.FetchTimeout)
+	if d := m.DivergingEpoch; d != nil {
+		n.truncateToEndOffset(*d)
+		n.maybeFetch(now)
+		return
+	}
+	recs := m.Records
+	if len(recs) > 0 && recs[0].Offset != n.LogEnd() {
+		return
+	}
+	if len(recs) > 0 {
+		recs = slices.Clone(recs)
+		n.log = append(n.log, recs...)
+		n.emit(AppendLog{Entries: recs})
+	}
+	// FollowerState.updateHighWatermark: the leader's, capped at our end.
+	if hw := min(m.HighWatermark, n.LogEnd()); hw > n.hw {
+		n.hw = hw
+	}
+	// With records, the next fetch goes once they are flushed (Flushed);
+	// without, on the next Tick.
+}
+
+// truncateToEndOffset is KafkaMetadataLog.truncateToEndOffset: cut to the
+// smaller of the leader's end of the diverging epoch and ours, or to our
+// end of the largest epoch below it if we lack that epoch.
+func (n *Node) truncateToEndOffset(d EpochEndOffset) {
+	var to int64
+	if d.Epoch == 0 {
+		to = min(d.EndOffset, n.LogEnd())
+	} else if local := endOffsetForEpoch(n.log, d.Epoch); local.Epoch == d.Epoch {
+		to = min(local.EndOffset, d.EndOffset)
+	} else {
+		to = local.EndOffset
+	}
+	if to >= n.LogEnd() {
+		return
+	}
+	if to < n.hw && n.violation == "" {
+		n.violation = fmt.Sprintf("truncation to %d below the high watermark %d (committed entries are never truncated)", to, n.hw)
+	}
+	n.log = n.log[:to]
+	n.flushed = min(n.flushed, to)
+	n.emit(TruncateLog{To: to})
+}
+
+// maybeFetch sends the follower's next Fetch, if none is outstanding and
+// everything appended is flushed: its fetch offset is its flushed end.
+func (n *Node) maybeFetch(now env.Time) {
+	if n.role != Follower || n.fetchInFlight || n.flushed != n.LogEnd() {
+		return
+	}
+	n.fetchInFlight, n.fetchSentAt = true, now
+	n.send(n.leader, FetchRequest{ReplicaID: n.cfg.ID, FetchOffset: n.flushed,
+		LastFetchedEpoch: n.lastEpoch(n.flushed), CurrentLeaderEpoch: n.epoch})
+}
