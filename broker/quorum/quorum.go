@@ -1,0 +1,371 @@
+package quorum
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	klog "github.com/kafkasim/kafkasim/broker/log"
+	"github.com/kafkasim/kafkasim/broker/raft"
+	"github.com/kafkasim/kafkasim/broker/rpc"
+	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/internal/invariant"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Config is one voter.
+type Config struct {
+	ID int32
+	// Voters maps every voter's id (this one's included) to the address
+	// its process listens on: 1, 3 or 5 of them.
+	Voters map[int32]string
+	// Raft carries the quorum timeouts (quorum.*.ms); its ID, Voters and
+	// Jitter are filled in by the voter (Jitter from the env's Rand).
+	Raft raft.Config
+	// ClientID is the client id of the voter's requests to its peers.
+	ClientID string
+	// TickInterval is how often the core's timers are looked at (its
+	// Tick); 0 is 10ms.
+	TickInterval time.Duration
+	// FlushDelay is how long appended entries wait in the page cache
+	// before the log is synced (a stand-in for fsync latency and group
+	// commit); the core counts them only once synced. 0 syncs at the end
+	// of the step that appended them.
+	FlushDelay time.Duration
+
+	// OnCommitted is called for every entry, in offset order, once it is
+	// below the high watermark: exactly once per entry per process life;
+	// after a restart from offset 0 again (the log is replayed). The
+	// leader-change entries are delivered too (LeaderChange set).
+	OnCommitted func(e raft.Entry)
+	// OnRoleChange, if set, is called after a step that changed the
+	// voter's role, epoch or known leader.
+	OnRoleChange func(role raft.Role, epoch, leader int32)
+}
+
+// Voter is one controller's quorum member: a raft.Node run over Kafka's
+// wire protocol and the env's disk. All its methods run on the process's
+// event loop.
+type Voter struct {
+	cfg     Config
+	e       env.Env
+	router  *rpc.Router
+	node    *raft.Node
+	log     *klog.Log
+	ids     []int32 // sorted voter ids
+	clients map[int32]*rpc.Client
+	timeout time.Duration
+
+	busy     bool           // inside run: effects are being carried out
+	halted   bool           // a disk failure halted the process
+	pending  []*rpc.Request // served requests waiting for run
+	inbound  *rpc.Request   // the request whose Receive's effects are being applied
+	answered bool
+	appended bool // log appended since the last flush
+	flushArm bool // a delayed flush is pending
+
+	delivered int64 // entries given to OnCommitted
+	lastHW    int64
+	lastRole  raft.Role
+	lastEpoch int32
+	lastLead  int32
+}
+
+// Start restores the voter from e's disk — the quorum-state file and the
+// metadata log, flushed whole first — and starts its core and tick timer.
+// router is the process's, whose Server hands quorum requests to Handle.
+// An unreadable state file or log is an error (the process should halt).
+func Start(e env.Env, router *rpc.Router, cfg Config) (*Voter, error) {
+	if _, ok := cfg.Voters[cfg.ID]; !ok {
+		return nil, fmt.Errorf("quorum: node %d is not among the voters", cfg.ID)
+	}
+	if cfg.TickInterval <= 0 {
+		cfg.TickInterval = 10 * time.Millisecond
+	}
+	v := &Voter{cfg: cfg, e: e, router: router, clients: map[int32]*rpc.Client{}}
+	for id := range cfg.Voters {
+		v.ids = append(v.ids, id)
+	}
+	slices.Sort(v.ids)
+	st, err := readState(e.Disk())
+	if err != nil {
+		return nil, fmt.Errorf("quorum: %w", err)
+	}
+	l, entries, err := openLog(e.Disk())
+	if err != nil {
+		return nil, fmt.Errorf("quorum: metadata log: %w", err)
+	}
+	v.log = l
+	rc := cfg.Raft
+	rc.ID, rc.Voters = cfg.ID, slices.Clone(v.ids)
+	rnd := e.Rand()
+	rc.Jitter = func(max time.Duration) time.Duration { return time.Duration(rnd.Int63n(int64(max))) }
+	v.timeout = rc.RequestTimeout
+	if v.timeout <= 0 {
+		v.timeout = 2 * time.Second
+	}
+	v.node = raft.New(rc, st, entries, e.Now())
+	v.lastRole, v.lastEpoch, v.lastLead = v.node.Role(), v.node.Epoch(), v.node.LeaderID()
+	e.Log("quorum-start", "id", cfg.ID, "role", v.node.Role().String(), "epoch", st.Epoch, "voted", st.VotedID,
+		"leader", st.LeaderID, "log-end", len(entries), "recovered-truncated-at", l.Recovery().TruncatedAt)
+	v.run()
+	v.e.AfterFunc(cfg.TickInterval, v.tick)
+	return v, nil
+}
+
+// Accessors.
+
+func (v *Voter) ID() int32              { return v.cfg.ID }
+func (v *Voter) Role() raft.Role        { return v.node.Role() }
+func (v *Voter) HighWatermark() int64   { return v.node.HighWatermark() }
+func (v *Voter) LogEnd() int64          { return v.node.LogEnd() }
+func (v *Voter) Leader() (int32, int32) { return v.node.LeaderID(), v.node.Epoch() }
+
+// Entries returns the entries in [from, to); those below HighWatermark are
+// committed.
+func (v *Voter) Entries(from, to int64) []raft.Entry { return v.node.Entries(from, to) }
+
+// Propose appends data to the metadata log as the leader; it commits once
+// the high watermark passes offset. A non-leader answers
+// raft.NotLeaderError.
+func (v *Voter) Propose(data []byte) (offset int64, err error) {
+	if v.halted {
+		return -1, fmt.Errorf("quorum: halted")
+	}
+	off, err := v.node.Propose(data)
+	v.run()
+	return off, err
+}
+
+// Handle serves a request if it is one of the quorum's (Vote,
+// BeginQuorumEpoch, EndQuorumEpoch, Fetch) and reports whether it was.
+// The core answers within the step; the answer is the rpc response.
+func (v *Voter) Handle(r *rpc.Request) bool {
+	switch r.Body.(type) {
+	case *kmsg.VoteRequest, *kmsg.BeginQuorumEpochRequest, *kmsg.EndQuorumEpochRequest, *kmsg.FetchRequest:
+	default:
+		return false
+	}
+	v.pending = append(v.pending, r)
+	v.run()
+	return true
+}
+
+func (v *Voter) tick() {
+	if v.halted {
+		return
+	}
+	v.node.Tick(v.e.Now())
+	v.run()
+	v.e.AfterFunc(v.cfg.TickInterval, v.tick)
+}
+
+// run carries out the core's effects until none are left: it is the only
+// place effects are applied, and it does not nest (a request served while
+// effects are applied — the rpc server hands over a connection's next
+// request as soon as the previous is answered — waits in pending).
+func (v *Voter) run() {
+	if v.busy || v.halted {
+		return
+	}
+	v.busy = true
+	defer func() { v.busy = false }()
+	for !v.halted {
+		if effs := v.node.Ready(); len(effs) > 0 {
+			v.apply(effs)
+			continue
+		}
+		if v.appended && v.cfg.FlushDelay <= 0 {
+			v.flush()
+			continue
+		}
+		if v.appended && !v.flushArm {
+			v.flushArm = true
+			v.e.AfterFunc(v.cfg.FlushDelay, func() {
+				v.flushArm = false
+				if !v.halted && v.appended {
+					v.flush()
+					v.run()
+				}
+			})
+		}
+		if v.observe() {
+			continue
+		}
+		if len(v.pending) > 0 {
+			r := v.pending[0]
+			v.pending[0] = nil
+			v.pending = v.pending[1:]
+			v.serve(r)
+			continue
+		}
+		return
+	}
+}
+
+// serve feeds one request to the core and applies the step's effects,
+// among which the core's answer to the requester is the rpc response.
+func (v *Voter) serve(r *rpc.Request) {
+	from, msg, ok := decodeRequest(r.Body)
+	if !ok {
+		r.Respond(errorResponse(r.Body, errUnknownTopic))
+		return
+	}
+	v.inbound, v.answered = r, false
+	v.node.Receive(from, msg, v.e.Now())
+	v.apply(v.node.Ready())
+	if !v.answered && !v.halted {
+		// The core ignored it (a sender that is not a voter, or names
+		// another id than its own).
+		r.Respond(errorResponse(r.Body, errInvalidRequest))
+	}
+	v.inbound = nil
+}
+
+// apply carries out effects in order.
+func (v *Voter) apply(effs []raft.Effect) {
+	d := v.e.Disk()
+	for _, ef := range effs {
+		if v.halted {
+			return
+		}
+		switch ef := ef.(type) {
+		case raft.PersistQuorumState:
+			if err := writeState(d, ef, v.ids); err != nil {
+				v.halt(fmt.Sprintf("quorum-state write: %v", err))
+				return
+			}
+		case raft.AppendLog:
+			if _, err := v.log.AppendAsFollower(encodeEntries(ef.Entries, v.ids)); err != nil {
+				v.halt(fmt.Sprintf("metadata log append: %v", err))
+				return
+			}
+			v.appended = true
+		case raft.TruncateLog:
+			end, err := v.log.TruncateTo(ef.To)
+			if err != nil {
+				v.halt(fmt.Sprintf("metadata log truncate: %v", err))
+				return
+			}
+			if end != ef.To {
+				invariant.Fail("quorum", "node %d: truncation to %d left the log ending at %d", v.cfg.ID, ef.To, end)
+			}
+			v.e.Log("quorum-truncate", "to", ef.To)
+		case raft.Send:
+			v.send(ef.To, ef.Msg)
+		}
+	}
+}
+
+// send maps a core Send: a response answers the request being served; a
+// request goes out on the peer's client, its answer fed back to the core.
+func (v *Voter) send(to int32, m raft.Message) {
+	if isResponse(m) {
+		r := v.inbound
+		if r == nil || v.answered || !answers(m, r.Header.Key) {
+			v.e.Log("quorum-unmatched-response", "to", to, "msg", m.String())
+			return
+		}
+		v.answered = true
+		r.Respond(encodeResponse(m, r.Body, v.ids))
+		return
+	}
+	c := v.client(to)
+	if c == nil {
+		return
+	}
+	c.Do(encodeRequest(m, to, v.ids), v.timeout, func(resp kmsg.Response, err error) {
+		if err != nil || v.halted {
+			return // lost: the core resends on its timers
+		}
+		msg, ok := decodeResponse(m, resp)
+		if !ok {
+			return
+		}
+		v.node.Receive(to, msg, v.e.Now())
+		v.run()
+	})
+}
+
+func (v *Voter) client(id int32) *rpc.Client {
+	if c := v.clients[id]; c != nil {
+		return c
+	}
+	addr, ok := v.cfg.Voters[id]
+	if !ok {
+		return nil
+	}
+	c := rpc.NewClient(v.router, addr, rpc.ClientOptions{ClientID: v.cfg.ClientID, Speaks: Versions})
+	v.clients[id] = c
+	return c
+}
+
+// flush syncs the log and tells the core.
+func (v *Voter) flush() {
+	v.appended = false
+	if err := v.log.Flush(); err != nil {
+		v.halt(fmt.Sprintf("metadata log flush: %v", err))
+		return
+	}
+	v.node.Flushed(v.log.LogEndOffset())
+}
+
+// observe checks the core, traces role changes and delivers commits. It
+// reports whether it called a hook (which may have stepped the core).
+func (v *Voter) observe() bool {
+	if err := v.node.Check(); err != nil {
+		panic(err.Error())
+	}
+	if v.log.LogEndOffset() != v.node.LogEnd() {
+		invariant.Fail("quorum", "node %d: metadata log ends at %d, core log at %d", v.cfg.ID, v.log.LogEndOffset(), v.node.LogEnd())
+	}
+	hw := v.node.HighWatermark()
+	if hw < v.lastHW {
+		invariant.Fail("quorum", "node %d: high watermark moved back from %d to %d", v.cfg.ID, v.lastHW, hw)
+	}
+	v.lastHW = hw
+	called := false
+	role, epoch, lead := v.node.Role(), v.node.Epoch(), v.node.LeaderID()
+	if role != v.lastRole || epoch != v.lastEpoch || lead != v.lastLead {
+		v.lastRole, v.lastEpoch, v.lastLead = role, epoch, lead
+		v.e.Log(roleEvent(role), "id", v.cfg.ID, "epoch", epoch, "leader", lead, "voted", v.node.VotedFor(),
+			"log-end", v.node.LogEnd(), "hw", hw)
+		if v.cfg.OnRoleChange != nil {
+			v.cfg.OnRoleChange(role, epoch, lead)
+			called = true
+		}
+	}
+	if v.delivered < hw {
+		for _, en := range v.node.Entries(v.delivered, hw) {
+			v.delivered = en.Offset + 1
+			if v.cfg.OnCommitted != nil {
+				v.cfg.OnCommitted(en)
+				called = true
+			}
+		}
+	}
+	return called
+}
+
+func roleEvent(r raft.Role) string {
+	switch r {
+	case raft.Leader:
+		return "quorum-elected"
+	case raft.Resigned:
+		return "quorum-resigned"
+	case raft.Follower:
+		return "quorum-following"
+	case raft.Candidate:
+		return "quorum-candidate"
+	case raft.Prospective:
+		return "quorum-prospective"
+	}
+	return "quorum-unattached"
+}
+
+// halt stops the process, as Kafka halts on a failed metadata log or
+// quorum-state write.
+func (v *Voter) halt(reason string) {
+	v.halted = true
+	v.e.Halt(reason)
+}

@@ -1,0 +1,95 @@
+package quorum
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+
+	klog "github.com/kafkasim/kafkasim/broker/log"
+	"github.com/kafkasim/kafkasim/broker/raft"
+	"github.com/kafkasim/kafkasim/env"
+)
+
+// StateFile is the quorum-state file's name on the voter's disk.
+const StateFile = "quorum-state"
+
+// stateFile is Kafka's FileQuorumStateStore JSON (data_version 0).
+type stateFile struct {
+	ClusterID     string       `json:"clusterId"`
+	LeaderID      int32        `json:"leaderId"`
+	LeaderEpoch   int32        `json:"leaderEpoch"`
+	VotedID       int32        `json:"votedId"`
+	AppliedOffset int64        `json:"appliedOffset"`
+	CurrentVoters []stateVoter `json:"currentVoters"`
+	DataVersion   int16        `json:"data_version"`
+}
+
+type stateVoter struct {
+	VoterID int32 `json:"voterId"`
+}
+
+// readState reads the quorum-state file; a missing file is epoch 0, no
+// vote, no leader. Missing fields in a present file take those values too.
+func readState(d env.Disk) (raft.QuorumState, error) {
+	st := raft.QuorumState{Epoch: 0, VotedID: raft.NoID, LeaderID: raft.NoID}
+	data, err := d.ReadFile(StateFile)
+	if errors.Is(err, env.ErrNotExist) {
+		return st, nil
+	}
+	if err != nil {
+		return st, err
+	}
+	f := stateFile{LeaderID: raft.NoID, VotedID: raft.NoID}
+	if err := json.Unmarshal(data, &f); err != nil {
+		return st, fmt.Errorf("%s: %w", StateFile, err)
+	}
+	return raft.QuorumState{Epoch: f.LeaderEpoch, VotedID: f.VotedID, LeaderID: f.LeaderID}, nil
+}
+
+// writeState replaces the quorum-state file durably (written to a
+// temporary file, synced, renamed over it).
+func writeState(d env.Disk, st raft.PersistQuorumState, voters []int32) error {
+	f := stateFile{LeaderID: st.LeaderID, LeaderEpoch: st.Epoch, VotedID: st.VotedID}
+	for _, v := range voters {
+		f.CurrentVoters = append(f.CurrentVoters, stateVoter{VoterID: v})
+	}
+	data, err := json.Marshal(f)
+	if err != nil {
+		return err
+	}
+	return env.WriteFileAtomic(d, StateFile, data)
+}
+
+// openLog opens the metadata log, flushes what a crash left in the page
+// cache (so all of it is durable before the core counts it flushed), and
+// reads its entries.
+func openLog(d env.Disk) (*klog.Log, []raft.Entry, error) {
+	l, err := klog.Open(d, klog.Config{Topic: Topic, Partition: 0, SegmentBytesMax: 1 << 20})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := l.Flush(); err != nil {
+		return nil, nil, err
+	}
+	if l.LogStartOffset() != 0 {
+		return nil, nil, fmt.Errorf("metadata log starts at %d, not 0 (snapshots are not supported)", l.LogStartOffset())
+	}
+	raw, err := l.Read(0, math.MaxInt32, l.LogEndOffset())
+	if err != nil {
+		return nil, nil, err
+	}
+	es, err := decodeEntries(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, en := range es {
+		if en.Offset != int64(i) {
+			return nil, nil, fmt.Errorf("metadata log: entry at position %d has offset %d", i, en.Offset)
+		}
+	}
+	if int64(len(es)) != l.LogEndOffset() {
+		return nil, nil, fmt.Errorf("metadata log: read %d entries of %d", len(es), l.LogEndOffset())
+	}
+	return l, es, nil
+}
