@@ -121,6 +121,14 @@ func (a *analysis) replicaAgreement() {
 // A batch that skips ahead is a sequence-gap: the leader accepted it while
 // an earlier one was missing, so the producer's order is broken (the
 // missing one lost, or appended later out of order).
+//
+// A producer's first batch in the log may start anywhere: a leader with no
+// state for the producer id accepts any first sequence (KIP-360, Kafka 2.5+:
+// checkSequence lets an unknown producer through), which is how a new
+// leader takes a restarted producer's second batch when the first one went
+// to the old leader and was never written. That message failed, or its fate
+// is unknown, so no promise broke; were it written later, or acknowledged,
+// the send-order and delivery checks would say so.
 func (a *analysis) sequenceGaps(op *history.Op) {
 	r := op.Replica
 	type session struct {
@@ -128,6 +136,7 @@ func (a *analysis) sequenceGaps(op *history.Op) {
 		epoch    int16
 	}
 	last := map[session]history.ReplicaBatch{}
+	known := map[int64]bool{} // producers with an earlier batch in this log
 	for _, b := range r.Batches {
 		if b.Control || b.Producer < 0 || b.Sequence < 0 {
 			continue
@@ -135,6 +144,11 @@ func (a *analysis) sequenceGaps(op *history.Op) {
 		s := session{b.Producer, b.ProducerEpoch}
 		prev, seen := last[s]
 		last[s] = b
+		unknown := !known[b.Producer]
+		known[b.Producer] = true
+		if unknown {
+			continue
+		}
 		var want int32
 		if seen {
 			want = nextSequence(prev)

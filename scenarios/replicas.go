@@ -39,8 +39,8 @@ func (c *cluster) sampleReplicas(rec *history.Recorder, until env.Time) {
 
 // readReplicas records every replica of every partition the cluster knows
 // (internal topics too) as its broker's disk holds it now, read as a tool
-// reads a log, with its own high watermark and what the controller says of
-// it: the checkers' replica agreement works from these.
+// reads a log, with its own high watermark and whether its leader counts it
+// in the ISR: the checkers' replica agreement works from these.
 func (c *cluster) readReplicas(rec *history.Recorder, read func(log.Files, string, int32) (log.Dump, error)) error {
 	img := c.image()
 	if img == nil {
@@ -49,6 +49,33 @@ func (c *cluster) readReplicas(rec *history.Recorder, read func(log.Files, strin
 	now := int64(c.w.Elapsed())
 	for _, topic := range img.TopicNames() {
 		for _, p := range img.Topics[topic].Partitions {
+			tp := metadata.TopicPartition{Topic: p.Topic, Partition: p.Partition}
+			// The leader and its ISR as the leader itself has them (the
+			// ISR its high watermark waits for), not as an image: while
+			// the controller is down the image is a broker's, possibly a
+			// stale one (acks-all-retries seed 4565 of 10,000: a fenced
+			// broker's image still listed a follower the leader had
+			// dropped). Two brokers may both believe they lead (a zombie):
+			// the one in the newer leader epoch is the leader.
+			states := map[int32]broker.PartitionState{}
+			leader := int32(-1)
+			for _, id := range p.Replicas {
+				if int(id) >= len(c.brokers) {
+					continue
+				}
+				if b, ok := c.w.Node(c.brokers[id]).Process().(*broker.Broker); ok {
+					if st, ok := b.Partition(tp); ok {
+						states[id] = st
+						if st.Role == "leader" && (leader < 0 || st.LeaderEpoch > states[leader].LeaderEpoch) {
+							leader = id
+						}
+					}
+				}
+			}
+			isr := p.ISR
+			if leader >= 0 {
+				isr = states[leader].ISR
+			}
 			for _, id := range p.Replicas {
 				if int(id) >= len(c.brokers) {
 					continue
@@ -58,15 +85,11 @@ func (c *cluster) readReplicas(rec *history.Recorder, read func(log.Files, strin
 				if err != nil {
 					return fmt.Errorf("reading %v on %s: %w", p.TopicPartition, name, err)
 				}
-				rep := history.Replica{TP: apps.HTP(p.TopicPartition), Broker: name, Leader: p.Leader == id, InISR: slices.Contains(p.ISR, id),
+				rep := history.Replica{TP: apps.HTP(p.TopicPartition), Broker: name, Leader: id == leader, InISR: slices.Contains(isr, id),
 					HighWatermark: dump.HighWatermark, Stopped: dump.Stopped}
-				rep.Leader = false // unless it runs and says so
-				if b, ok := c.w.Node(name).Process().(*broker.Broker); ok {
-					if s, ok := b.Partition(metadata.TopicPartition{Topic: p.Topic, Partition: p.Partition}); ok {
-						rep.Online = true
-						rep.HighWatermark = s.HighWatermark
-						rep.Leader = p.Leader == id && s.Role == "leader"
-					}
+				if st, ok := states[id]; ok {
+					rep.Online = true
+					rep.HighWatermark = st.HighWatermark
 				}
 				rep.Batches = make([]history.ReplicaBatch, 0, len(dump.Batches))
 				for _, b := range dump.Batches {
