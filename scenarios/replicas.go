@@ -55,8 +55,11 @@ func (c *cluster) readReplicas(rec *history.Recorder, read func(log.Files, strin
 			// the controller is down the image is a broker's, possibly a
 			// stale one (acks-all-retries seed 4565 of 10,000: a fenced
 			// broker's image still listed a follower the leader had
-			// dropped). Two brokers may both believe they lead (a zombie):
-			// the one in the newer leader epoch is the leader.
+			// dropped). A broker that believes it leads in an epoch older
+			// than the image's is a zombie, not a leader (acks-all-retries
+			// seed 43: the old leader, cut off, still leading epoch 0 after
+			// the leader of epoch 1 crashed); of two in current epochs the
+			// newer leads.
 			states := map[int32]broker.PartitionState{}
 			leader := int32(-1)
 			for _, id := range p.Replicas {
@@ -66,7 +69,7 @@ func (c *cluster) readReplicas(rec *history.Recorder, read func(log.Files, strin
 				if b, ok := c.w.Node(c.brokers[id]).Process().(*broker.Broker); ok {
 					if st, ok := b.Partition(tp); ok {
 						states[id] = st
-						if st.Role == "leader" && (leader < 0 || st.LeaderEpoch > states[leader].LeaderEpoch) {
+						if st.Role == "leader" && st.LeaderEpoch >= p.LeaderEpoch && (leader < 0 || st.LeaderEpoch > states[leader].LeaderEpoch) {
 							leader = id
 						}
 					}
