@@ -95,9 +95,11 @@ func (d *delayedFetch) build() (resp *kmsg.FetchResponse, bytes int, stop bool) 
 	if req.Version < 3 || budget <= 0 {
 		budget = 1 << 30
 	}
+	resp.Topics = make([]kmsg.FetchResponseTopic, 0, len(req.Topics))
 	for _, rt := range req.Topics {
 		tr := kmsg.NewFetchResponseTopic()
 		tr.Topic = rt.Topic
+		tr.Partitions = make([]kmsg.FetchResponseTopicPartition, 0, len(rt.Partitions))
 		for _, rp := range rt.Partitions {
 			pr := kmsg.NewFetchResponseTopicPartition()
 			pr.Partition = rp.Partition

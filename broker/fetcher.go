@@ -176,6 +176,7 @@ func (f *fetcher) sendFetch(states []*fetchState) {
 	req.MaxWaitMillis = int32(b.cfg.ReplicaFetchWaitMax / time.Millisecond)
 	req.MinBytes = 1
 	req.MaxBytes = 10 << 20
+	req.Topics = make([]kmsg.FetchRequestTopic, 0, len(states))
 	for _, s := range states {
 		rt := kmsg.NewFetchRequestTopic()
 		rt.Topic = s.p.tp.Topic
@@ -189,7 +190,7 @@ func (f *fetcher) sendFetch(states []*fetchState) {
 			rp.CurrentLeaderEpoch = s.epoch
 			rp.LastFetchedEpoch = s.p.log.LatestEpoch()
 		}
-		rt.Partitions = append(rt.Partitions, rp)
+		rt.Partitions = []kmsg.FetchRequestTopicPartition{rp}
 		req.Topics = append(req.Topics, rt)
 	}
 	f.inflight = true

@@ -316,9 +316,13 @@ func (net *network) arrive(p *pipe) {
 		net.block(p, why)
 		return
 	}
+	// Shift down rather than reslice, so the queue keeps its array: a
+	// connection has a few frames in flight, and reslicing made every
+	// append after a drain allocate anew.
 	f := p.frames[0]
-	p.frames[0] = frame{}
-	p.frames = p.frames[1:]
+	n := copy(p.frames, p.frames[1:])
+	p.frames[n] = frame{}
+	p.frames = p.frames[:n]
 	dst := p.src.peer()
 	to := w.nodes[p.to]
 	if !dst.alive() || !to.started {

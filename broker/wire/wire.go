@@ -89,8 +89,12 @@ func AppendRequest(dst []byte, req kmsg.Request, correlationID int32, clientID s
 	if clientID == "" {
 		f = formatter
 	}
-	full := f.AppendRequest(nil, req, correlationID)
-	return append(dst, full[4:]...) // drop the size prefix: env frames carry their length
+	// Encode in place after dst, then drop the 4-byte size prefix (env
+	// frames carry their length) by shifting the body down over it.
+	start := len(dst)
+	dst = f.AppendRequest(dst, req, correlationID)
+	n := copy(dst[start:], dst[start+4:])
+	return dst[:start+n]
 }
 
 // ResponseCorrelation reads the correlation id of a response frame.
