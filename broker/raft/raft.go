@@ -334,14 +334,7 @@ func (n *Node) becomeProspective(now env.Time) {
 	leader := n.leader
 	n.clearRoleState()
 	n.role, n.leader = Prospective, leader
-	n.electionDeadline = now.Add(n.electionTimeout())
-	n.granted = map[int32]bool{n.cfg.ID: true}
-	n.rejected = map[int32]bool{}
-	req := VoteRequest{PreVote: true, CandidateEpoch: n.epoch, CandidateID: n.cfg.ID,
-		LastOffsetEpoch: n.lastEpoch(n.LogEnd()), LastOffset: n.LogEnd()}
-	for _, v := range n.others() {
-		n.send(v, req)
-	}
+	n.askForVotes(now, true)
 	n.tallyPreVotes(now)
 }
 
@@ -351,16 +344,23 @@ func (n *Node) becomeCandidate(now env.Time) {
 	n.clearRoleState()
 	n.role = Candidate
 	n.epoch, n.votedFor, n.leader = n.epoch+1, n.cfg.ID, NoID
+	n.persist() // before the requests: the vote for itself is durable first
+	n.askForVotes(now, false)
+	n.tallyVotes(now)
+}
+
+// askForVotes opens a round of pre-votes or votes in the current epoch:
+// its own vote counted, the election timer armed, a request to every
+// other voter with the node's last offset and epoch.
+func (n *Node) askForVotes(now env.Time, preVote bool) {
 	n.electionDeadline = now.Add(n.electionTimeout())
 	n.granted = map[int32]bool{n.cfg.ID: true}
 	n.rejected = map[int32]bool{}
-	n.persist()
-	req := VoteRequest{CandidateEpoch: n.epoch, CandidateID: n.cfg.ID,
+	req := VoteRequest{PreVote: preVote, CandidateEpoch: n.epoch, CandidateID: n.cfg.ID,
 		LastOffsetEpoch: n.lastEpoch(n.LogEnd()), LastOffset: n.LogEnd()}
 	for _, v := range n.others() {
 		n.send(v, req)
 	}
-	n.tallyVotes(now)
 }
 
 // becomeLeader writes the leader-change entry of its epoch and announces
