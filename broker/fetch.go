@@ -57,12 +57,35 @@ func (d *delayedFetch) wake() bool {
 		d.finish(nil)
 		return true
 	}
+	if !d.mayComplete() {
+		return false
+	}
 	resp, bytes, stop := d.build()
 	if !stop && bytes < int(d.req.MinBytes) {
 		return false
 	}
 	d.finish(resp)
 	return true
+}
+
+// mayComplete is false when building the answer now would find nothing to
+// answer with: every partition still leads, agrees on epochs and has no
+// bytes before its read stops. It reads nothing and allocates nothing, as
+// Kafka's DelayedFetch.tryComplete decides from offsets before it reads
+// (core/src/main/scala/kafka/server/DelayedFetch.scala): most wake-ups (a
+// high watermark that moved, a follower's own append) satisfy no fetch.
+func (d *delayedFetch) mayComplete() bool {
+	for ti := range d.req.Topics {
+		rt := &d.req.Topics[ti]
+		for i := range rt.Partitions {
+			rp := &rt.Partitions[i]
+			fb := d.b.fetchBounds(metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}, rp, d.replica, d.req.IsolationLevel)
+			if !fb.empty(rp) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (d *delayedFetch) timeout() {
@@ -100,7 +123,8 @@ func (d *delayedFetch) build() (resp *kmsg.FetchResponse, bytes int, stop bool) 
 		tr := kmsg.NewFetchResponseTopic()
 		tr.Topic = rt.Topic
 		tr.Partitions = make([]kmsg.FetchResponseTopicPartition, 0, len(rt.Partitions))
-		for _, rp := range rt.Partitions {
+		for i := range rt.Partitions {
+			rp := &rt.Partitions[i]
 			pr := kmsg.NewFetchResponseTopicPartition()
 			pr.Partition = rp.Partition
 			n := b.fetchPartition(&pr, metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}, rp, d.replica, req.IsolationLevel, min(int(rp.PartitionMaxBytes), budget), bytes == 0)
@@ -116,36 +140,73 @@ func (d *delayedFetch) build() (resp *kmsg.FetchResponse, bytes int, stop bool) 
 	return resp, bytes, stop
 }
 
-// fetchPartition fills one partition's answer and returns the bytes read.
-func (b *Broker) fetchPartition(pr *kmsg.FetchResponseTopicPartition, tp metadata.TopicPartition, rp kmsg.FetchRequestTopicPartition, replica int32, isolation int8, maxBytes int, first bool) int {
-	pr.HighWatermark, pr.LastStableOffset, pr.LogStartOffset = -1, -1, -1
-	// An empty record set, never a null one, as Kafka sends: librdkafka
-	// refuses null ("invalid MessageSetSize -1").
-	pr.RecordBatches = []byte{}
+// fetchBounds is what one partition of a fetch may read, found without
+// reading: the leading partition, an error code or a divergence that answers
+// at once, and the offset the read stops before (the log end for a
+// follower, the high watermark or last stable offset for a consumer).
+type fetchBounds struct {
+	p          *partition
+	code       int16
+	diverging  bool
+	epoch      int32 // with diverging: the leader's end for the fetcher's epoch
+	end, limit int64
+}
+
+func (b *Broker) fetchBounds(tp metadata.TopicPartition, rp *kmsg.FetchRequestTopicPartition, replica int32, isolation int8) fetchBounds {
 	p, code := b.leading(tp, rp.CurrentLeaderEpoch)
 	if code != 0 {
-		pr.ErrorCode = code
-		return 0
+		return fetchBounds{code: code}
 	}
-	pr.HighWatermark = p.highWatermark()
-	pr.LastStableOffset = p.lastStableOffset()
-	pr.LogStartOffset = p.log.LogStartOffset()
 	if b.cfg.FetchEpochValidation && rp.LastFetchedEpoch >= 0 {
 		epoch, end := p.log.EndOffsetForEpoch(rp.LastFetchedEpoch)
 		if epoch < rp.LastFetchedEpoch || end < rp.FetchOffset {
 			// The fetcher's log holds records this leader never had: tell it
 			// where the logs diverged so it truncates (KIP-320, KIP-595).
-			pr.DivergingEpoch.Epoch, pr.DivergingEpoch.EndOffset = epoch, end
-			return 0
+			return fetchBounds{p: p, diverging: true, epoch: epoch, end: end}
 		}
 	}
 	limit := p.log.LogEndOffset()
 	if replica < 0 && !b.cfg.Defects.Has(defect.FetchServesPastHighWatermark) {
 		limit = p.highWatermark()
 		if isolation == 1 {
-			limit = pr.LastStableOffset
+			limit = p.lastStableOffset()
 		}
 	}
+	return fetchBounds{p: p, limit: limit}
+}
+
+// empty says that reading rp would return no bytes and no error: the fetch
+// offset lies in the log and at or past where the read stops (log.Read's
+// own test).
+func (fb *fetchBounds) empty(rp *kmsg.FetchRequestTopicPartition) bool {
+	if fb.code != 0 || fb.diverging {
+		return false
+	}
+	l := fb.p.log
+	from := rp.FetchOffset
+	return from >= l.LogStartOffset() && from <= l.LogEndOffset() && from >= min(fb.limit, l.LogEndOffset())
+}
+
+// fetchPartition fills one partition's answer and returns the bytes read.
+func (b *Broker) fetchPartition(pr *kmsg.FetchResponseTopicPartition, tp metadata.TopicPartition, rp *kmsg.FetchRequestTopicPartition, replica int32, isolation int8, maxBytes int, first bool) int {
+	pr.HighWatermark, pr.LastStableOffset, pr.LogStartOffset = -1, -1, -1
+	// An empty record set, never a null one, as Kafka sends: librdkafka
+	// refuses null ("invalid MessageSetSize -1").
+	pr.RecordBatches = []byte{}
+	fb := b.fetchBounds(tp, rp, replica, isolation)
+	if fb.code != 0 {
+		pr.ErrorCode = fb.code
+		return 0
+	}
+	p := fb.p
+	pr.HighWatermark = p.highWatermark()
+	pr.LastStableOffset = p.lastStableOffset()
+	pr.LogStartOffset = p.log.LogStartOffset()
+	if fb.diverging {
+		pr.DivergingEpoch.Epoch, pr.DivergingEpoch.EndOffset = fb.epoch, fb.end
+		return 0
+	}
+	limit := fb.limit
 	if !first {
 		maxBytes = max(maxBytes, 0)
 	}

@@ -185,8 +185,7 @@ func (c *cluster) finalRead(rec *history.Recorder, tp metadata.TopicPartition, i
 				return err
 			}
 		}
-		img := c.image()
-		p, ok := img.Partition(tp)
+		p, ok := c.partition(tp)
 		if !ok || p.Leader < 0 {
 			if err := c.w.RunFor(500 * time.Millisecond); err != nil {
 				return err
@@ -260,12 +259,7 @@ const finalReadSettle = 10 * time.Second
 func (c *cluster) awaitStable(tp metadata.TopicPartition, budget time.Duration) error {
 	deadline := c.w.Now().Add(budget)
 	for c.w.Now() < deadline {
-		var p metadata.Partition
-		ok := false
-		if img := c.image(); img != nil {
-			p, ok = img.Partition(tp)
-		}
-		if ok && p.Leader >= 0 {
+		if p, ok := c.partition(tp); ok && p.Leader >= 0 {
 			req := kmsg.NewPtrFetchRequest()
 			req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.IsolationLevel = -1, 0, 0, 1, 1
 			rt := kmsg.NewFetchRequestTopic()

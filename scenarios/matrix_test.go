@@ -7,7 +7,9 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kafkasim/kafkasim/faults"
 	"github.com/stretchr/testify/require"
@@ -216,4 +218,41 @@ func TestMain(m *testing.M) {
 		debug.SetGCPercent(800)
 	}
 	os.Exit(m.Run())
+}
+
+// BenchmarkCatalogue runs every built-in scenario, one sub-benchmark each,
+// and reports seeds and events per CPU-second of the process (user plus
+// system time, so collector work on other threads is counted): the figures
+// the speed issue asks to double. Seeds count up from 1 on each run, so two
+// runs of the benchmark at the same -benchtime do the same work.
+//
+//	go test ./scenarios -run '^$' -bench Catalogue -benchtime 20x
+func BenchmarkCatalogue(b *testing.B) {
+	for _, s := range List() {
+		b.Run(s.Name, func(b *testing.B) {
+			var events uint64
+			seed := uint64(0)
+			cpu0 := cpuSeconds()
+			for b.Loop() {
+				seed++
+				r, err := Run(s, RunOptions{Seed: seed})
+				if err != nil {
+					b.Fatal(err)
+				}
+				events += r.Events
+			}
+			cpu := cpuSeconds() - cpu0
+			b.ReportMetric(float64(seed)/cpu, "seeds/cpu-s")
+			b.ReportMetric(float64(events)/cpu, "events/cpu-s")
+		})
+	}
+}
+
+// cpuSeconds is the CPU time this process has used so far.
+func cpuSeconds() float64 {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		return 0
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano()).Seconds()
 }

@@ -27,7 +27,7 @@ const replicaSampleEvery = 2 * time.Second
 func (c *cluster) sampleReplicas(rec *history.Recorder, until env.Time) {
 	var next func()
 	next = func() {
-		if err := c.readReplicas(rec, log.ScanDump); err != nil {
+		if err := c.readReplicas(rec, log.ScanDumpReusing); err != nil {
 			c.w.Trace().Note("replica sample: " + err.Error())
 		}
 		if at := c.w.Now().Add(replicaSampleEvery); at.Before(until) {
@@ -41,7 +41,7 @@ func (c *cluster) sampleReplicas(rec *history.Recorder, until env.Time) {
 // (internal topics too) as its broker's disk holds it now, read as a tool
 // reads a log, with its own high watermark and whether its leader counts it
 // in the ISR: the checkers' replica agreement works from these.
-func (c *cluster) readReplicas(rec *history.Recorder, read func(log.Files, string, int32) (log.Dump, error)) error {
+func (c *cluster) readReplicas(rec *history.Recorder, read func(log.Files, string, int32, []log.DumpedBatch) (log.Dump, error)) error {
 	img := c.image()
 	if img == nil {
 		return nil
@@ -84,7 +84,8 @@ func (c *cluster) readReplicas(rec *history.Recorder, read func(log.Files, strin
 					continue
 				}
 				name := c.brokers[id]
-				dump, err := read(c.w.Node(name).Disk().Onlooker(), p.Topic, p.Partition)
+				dump, err := read(c.w.Node(name).Disk().Onlooker(), p.Topic, p.Partition, c.samples.scratch)
+				c.samples.scratch = dump.Batches
 				if err != nil {
 					return fmt.Errorf("reading %v on %s: %w", p.TopicPartition, name, err)
 				}
@@ -94,11 +95,7 @@ func (c *cluster) readReplicas(rec *history.Recorder, read func(log.Files, strin
 					rep.Online = true
 					rep.HighWatermark = st.HighWatermark
 				}
-				rep.Batches = make([]history.ReplicaBatch, 0, len(dump.Batches))
-				for _, b := range dump.Batches {
-					rep.Batches = append(rep.Batches, history.ReplicaBatch{Base: b.BaseOffset, Last: b.LastOffset, Epoch: b.LeaderEpoch, CRC: b.CRC,
-						Producer: b.ProducerID, ProducerEpoch: b.ProducerEpoch, Sequence: b.BaseSequence, Control: b.Control})
-				}
+				rep.Batches = c.samples.batches(replicaKey{name, tp}, dump.Batches)
 				for _, e := range dump.Epochs {
 					rep.Epochs = append(rep.Epochs, history.ReplicaEpoch{Epoch: e.Epoch, Start: e.StartOffset})
 				}
@@ -107,4 +104,48 @@ func (c *cluster) readReplicas(rec *history.Recorder, read func(log.Files, strin
 		}
 	}
 	return nil
+}
+
+// replicaSamples keeps, per replica, the batches of its last sample, so a
+// sample of a log that only grew shares the earlier sample's array
+// (histories are read only) instead of copying the whole log each time.
+type replicaSamples struct {
+	last    map[replicaKey][]history.ReplicaBatch
+	scratch []log.DumpedBatch
+}
+
+type replicaKey struct {
+	broker string
+	tp     metadata.TopicPartition
+}
+
+// batches returns dumped as history batches. When the replica's last
+// sample is a prefix of dumped, the result extends that sample's array in
+// place: the last sample is always the longest view of its array, so no
+// earlier view sees the change.
+func (rs *replicaSamples) batches(k replicaKey, dumped []log.DumpedBatch) []history.ReplicaBatch {
+	if rs.last == nil {
+		rs.last = map[replicaKey][]history.ReplicaBatch{}
+	}
+	prev := rs.last[k]
+	shared := len(prev) <= len(dumped)
+	for i := 0; shared && i < len(prev); i++ {
+		shared = prev[i] == replicaBatch(dumped[i])
+	}
+	if !shared || prev == nil {
+		prev = make([]history.ReplicaBatch, 0, len(dumped))
+	} else if len(prev) == len(dumped) {
+		return prev
+	}
+	out := prev
+	for _, b := range dumped[len(prev):] {
+		out = append(out, replicaBatch(b))
+	}
+	rs.last[k] = out
+	return out
+}
+
+func replicaBatch(b log.DumpedBatch) history.ReplicaBatch {
+	return history.ReplicaBatch{Base: b.BaseOffset, Last: b.LastOffset, Epoch: b.LeaderEpoch, CRC: b.CRC,
+		Producer: b.ProducerID, ProducerEpoch: b.ProducerEpoch, Sequence: b.BaseSequence, Control: b.Control}
 }

@@ -190,7 +190,9 @@ func Run(s Scenario, o RunOptions) (*Result, error) {
 	if err := wl.finalReads(); err != nil {
 		return res.panicked(c, err)
 	}
-	if err := c.readReplicas(rec, log.ReadDump); err != nil {
+	if err := c.readReplicas(rec, func(d log.Files, topic string, partition int32, _ []log.DumpedBatch) (log.Dump, error) {
+		return log.ReadDump(d, topic, partition)
+	}); err != nil {
 		return nil, fmt.Errorf("scenario %q seed %d: %w", s.Name, o.Seed, err)
 	}
 	c.measure()

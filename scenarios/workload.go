@@ -135,11 +135,7 @@ func (c *cluster) highWatermark(tp metadata.TopicPartition) (int64, bool) {
 
 // leaderState is tp's leader replica's state, as the cluster knows it now.
 func (c *cluster) leaderState(tp metadata.TopicPartition) (broker.PartitionState, bool) {
-	img := c.image()
-	if img == nil {
-		return broker.PartitionState{}, false
-	}
-	p, ok := img.Partition(tp)
+	p, ok := c.partition(tp)
 	if !ok || p.Leader < 0 || int(p.Leader) >= len(c.brokers) {
 		return broker.PartitionState{}, false
 	}

@@ -68,6 +68,8 @@ type cluster struct {
 	// history, power and probes (set by Run).
 	faults  *faults.Installation
 	measure func()
+	// samples is what the replica sampler read last (replicas.go).
+	samples replicaSamples
 }
 
 func buildCluster(s Scenario, o sim.Options, defects defect.Set) *cluster {
@@ -100,6 +102,20 @@ func (c *cluster) image() *metadata.Image {
 		}
 	}
 	return nil
+}
+
+// partition is tp as image would find it, without copying the
+// controller's image: for reading only.
+func (c *cluster) partition(tp metadata.TopicPartition) (metadata.Partition, bool) {
+	if ctl, ok := c.w.Node(controllerNode).Process().(*controller.Controller); ok && ctl.Loaded() {
+		return ctl.Partition(tp)
+	}
+	for _, b := range c.brokers {
+		if br, ok := c.w.Node(b).Process().(*broker.Broker); ok && br.Image() != nil {
+			return br.Image().Partition(tp)
+		}
+	}
+	return metadata.Partition{}, false
 }
 
 // Resolve implements faults.Resolver over the live cluster.

@@ -372,5 +372,22 @@ func (c *Controller) Image() *metadata.Image {
 	return c.st.image()
 }
 
+// Loaded reports whether the controller has its state, so Image is not nil.
+func (c *Controller) Loaded() bool { return c.st != nil }
+
+// Partition returns tp as the controller has it now, without copying the
+// image as Image does: its Replicas and ISR are the controller's own, for
+// reading only (the harness asks after every event while it drains).
+func (c *Controller) Partition(tp metadata.TopicPartition) (metadata.Partition, bool) {
+	if c.st == nil {
+		return metadata.Partition{}, false
+	}
+	t := c.st.topics[tp.Topic]
+	if t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
+		return metadata.Partition{}, false
+	}
+	return t.Partitions[tp.Partition], true
+}
+
 // Fenced reports whether broker id is fenced.
 func (c *Controller) Fenced(id int32) bool { b := c.st.brokers[id]; return b == nil || b.fenced }

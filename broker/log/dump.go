@@ -52,7 +52,7 @@ type Files interface {
 // ReadDump reads the log of topic/partition from d. A partition the disk
 // has no directory for has an empty Dump; an error is the disk's.
 func ReadDump(d Files, topic string, partition int32) (Dump, error) {
-	return readDump(d, topic, partition, true)
+	return readDump(d, topic, partition, true, nil)
 }
 
 // ScanDump is ReadDump without checking each batch's checksum (it still
@@ -60,12 +60,19 @@ func ReadDump(d Files, topic string, partition int32) (Dump, error) {
 // often at a running replica, where a flipped bit is the final read's to
 // find.
 func ScanDump(d Files, topic string, partition int32) (Dump, error) {
-	return readDump(d, topic, partition, false)
+	return readDump(d, topic, partition, false, nil)
 }
 
-func readDump(d Files, topic string, partition int32, verify bool) (Dump, error) {
+// ScanDumpReusing is ScanDump writing its batches into reuse's array (its
+// earlier contents are gone): for a reader that samples often and keeps
+// only what it copies out.
+func ScanDumpReusing(d Files, topic string, partition int32, reuse []DumpedBatch) (Dump, error) {
+	return readDump(d, topic, partition, false, reuse[:0])
+}
+
+func readDump(d Files, topic string, partition int32, verify bool, batches []DumpedBatch) (Dump, error) {
 	dir := Dir(topic, partition)
-	out := Dump{HighWatermark: -1}
+	out := Dump{HighWatermark: -1, Batches: batches}
 	var bases []int64
 	for _, n := range d.List(dir + "/") {
 		if base, ok := parseSegmentName(dir, n); ok {
