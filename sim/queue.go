@@ -43,8 +43,7 @@ func (k eventKind) String() string {
 	return "unknown"
 }
 
-// event is one entry of the world's queue. It is a value type so the heap
-// holds no per-event allocation.
+// event is one entry of the world's queue.
 type event struct {
 	at   env.Time // world time
 	seq  uint64   // insertion order: ties at one instant run first-in first-out
@@ -56,15 +55,28 @@ type event struct {
 	fn   func()
 }
 
-// queue is a binary min-heap of events ordered by (at, seq).
+// queue is a binary min-heap of events ordered by (at, seq). The heap
+// itself holds pointer-free keys; each event's payload waits in a slot of
+// a slab that is written once when pushed and cleared once when popped, so
+// sifting moves 24 bytes the collector never scans and no write barrier
+// guards (issue 17). Freed slots are reused, so a run allocates for its
+// largest queue, not for every event.
 type queue struct {
-	items []event
+	heap  []queueKey
+	slots []event
+	free  []uint32
 	seq   uint64
 }
 
-func (q *queue) Len() int { return len(q.items) }
+type queueKey struct {
+	at   env.Time
+	seq  uint64
+	slot uint32
+}
 
-func less(a, b *event) bool {
+func (q *queue) Len() int { return len(q.heap) }
+
+func less(a, b *queueKey) bool {
 	if a.at != b.at {
 		return a.at < b.at
 	}
@@ -74,32 +86,44 @@ func less(a, b *event) bool {
 func (q *queue) push(e event) {
 	q.seq++
 	e.seq = q.seq
-	q.items = append(q.items, e)
-	i := len(q.items) - 1
+	var slot uint32
+	if n := len(q.free); n > 0 {
+		slot = q.free[n-1]
+		q.free = q.free[:n-1]
+		q.slots[slot] = e
+	} else {
+		slot = uint32(len(q.slots))
+		q.slots = append(q.slots, e)
+	}
+	h := append(q.heap, queueKey{at: e.at, seq: e.seq, slot: slot})
+	i := len(h) - 1
+	k := h[i]
 	for i > 0 {
 		parent := (i - 1) / 2
-		if !less(&q.items[i], &q.items[parent]) {
+		if !less(&k, &h[parent]) {
 			break
 		}
-		q.items[i], q.items[parent] = q.items[parent], q.items[i]
+		h[i] = h[parent]
 		i = parent
 	}
+	h[i] = k
+	q.heap = h
 }
 
 // peek returns the earliest event's time; ok is false when empty.
 func (q *queue) peek() (env.Time, bool) {
-	if len(q.items) == 0 {
+	if len(q.heap) == 0 {
 		return 0, false
 	}
-	return q.items[0].at, true
+	return q.heap[0].at, true
 }
 
 func (q *queue) pop() event {
-	top := q.items[0]
-	last := len(q.items) - 1
-	q.items[0] = q.items[last]
-	q.items[last] = event{}
-	q.items = q.items[:last]
+	h := q.heap
+	top := h[0]
+	last := len(h) - 1
+	k := h[last]
+	h = h[:last]
 	i, n := 0, last
 	for {
 		l := 2*i + 1
@@ -107,14 +131,21 @@ func (q *queue) pop() event {
 			break
 		}
 		m := l
-		if r := l + 1; r < n && less(&q.items[r], &q.items[l]) {
+		if r := l + 1; r < n && less(&h[r], &h[l]) {
 			m = r
 		}
-		if !less(&q.items[m], &q.items[i]) {
+		if !less(&h[m], &k) {
 			break
 		}
-		q.items[i], q.items[m] = q.items[m], q.items[i]
+		h[i] = h[m]
 		i = m
 	}
-	return top
+	if n > 0 {
+		h[i] = k
+	}
+	q.heap = h
+	e := q.slots[top.slot]
+	q.slots[top.slot] = event{}
+	q.free = append(q.free, top.slot)
+	return e
 }

@@ -34,9 +34,13 @@ type Effect struct {
 }
 
 // Ready hands over the effects of the steps taken since the last call, in
-// order, and forgets them.
+// order, and forgets them. The slice is the replica's own and good until
+// the next call: the two calls' arrays take turns, so a step taken while
+// the caller works through one answer (a truncation reported back) lands
+// in the other, and a busy partition allocates no effects at all.
 func (r *Replica) Ready() []Effect {
 	out := r.effects
-	r.effects = nil
+	clear(r.handed)
+	r.effects, r.handed = r.handed[:0], out
 	return out
 }

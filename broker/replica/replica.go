@@ -112,6 +112,7 @@ type Replica struct {
 	floorEpoch        int32
 
 	effects []Effect
+	handed  []Effect // what the last Ready returned, reused by the next (effects.go)
 }
 
 // New returns a replica of no role over log, its high watermark hw (its
