@@ -53,6 +53,7 @@ type Broker struct {
 	creatingInternalTopics bool       // asked the controller for them
 	outbox                 []outgoing // answers held until the current event ends (respond)
 	flushing               bool
+	fetchScratch           *kmsg.FetchResponse // every Fetch answer is built here (fetch.go)
 }
 
 // New returns a broker process.

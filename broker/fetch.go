@@ -110,34 +110,60 @@ func (d *delayedFetch) finish(resp *kmsg.FetchResponse) {
 }
 
 // build reads every requested partition. stop reports a partition error or
-// divergence, which is answered at once.
+// divergence, which is answered at once. The response is the broker's one
+// scratch response, good until the next build: Respond encodes it before
+// anything else can build (rpc.Request.Respond), and an unsent one is
+// simply built again.
 func (d *delayedFetch) build() (resp *kmsg.FetchResponse, bytes int, stop bool) {
 	b, req := d.b, d.req
-	resp = kmsg.NewPtrFetchResponse()
+	resp = b.scratchFetchResponse()
 	budget := int(req.MaxBytes)
 	if req.Version < 3 || budget <= 0 {
 		budget = 1 << 30
 	}
-	resp.Topics = make([]kmsg.FetchResponseTopic, 0, len(req.Topics))
-	for _, rt := range req.Topics {
-		tr := kmsg.NewFetchResponseTopic()
-		tr.Topic = rt.Topic
-		tr.Partitions = make([]kmsg.FetchResponseTopicPartition, 0, len(rt.Partitions))
+	for ti := range req.Topics {
+		rt := &req.Topics[ti]
+		tr := appendReused(&resp.Topics)
+		*tr = kmsg.FetchResponseTopic{Topic: rt.Topic, Partitions: tr.Partitions[:0]}
 		for i := range rt.Partitions {
 			rp := &rt.Partitions[i]
-			pr := kmsg.NewFetchResponseTopicPartition()
+			pr := appendReused(&tr.Partitions)
+			*pr = kmsg.NewFetchResponseTopicPartition() // aborted transactions nil: a null array on the wire, as before
 			pr.Partition = rp.Partition
-			n := b.fetchPartition(&pr, metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}, rp, d.replica, req.IsolationLevel, min(int(rp.PartitionMaxBytes), budget), bytes == 0)
+			n := b.fetchPartition(pr, metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}, rp, d.replica, req.IsolationLevel, min(int(rp.PartitionMaxBytes), budget), bytes == 0)
 			if pr.ErrorCode != 0 || pr.DivergingEpoch.Epoch >= 0 {
 				stop = true
 			}
 			bytes += n
 			budget -= n
-			tr.Partitions = append(tr.Partitions, pr)
 		}
-		resp.Topics = append(resp.Topics, tr)
 	}
 	return resp, bytes, stop
+}
+
+// scratchFetchResponse is the broker's Fetch response, emptied, its arrays
+// kept: most of what a busy broker allocated was the same response shape,
+// fetch after fetch.
+func (b *Broker) scratchFetchResponse() *kmsg.FetchResponse {
+	r := b.fetchScratch
+	if r == nil {
+		r = kmsg.NewPtrFetchResponse()
+		b.fetchScratch = r
+	}
+	*r = kmsg.FetchResponse{Topics: r.Topics[:0]}
+	return r
+}
+
+// appendReused grows *s by one element and returns it, reusing the slot
+// (and the arrays inside it) left from an earlier use when there is one.
+func appendReused[T any](s *[]T) *T {
+	if n := len(*s); n < cap(*s) {
+		*s = (*s)[:n+1]
+	} else {
+		var zero T
+		*s = append(*s, zero)
+	}
+	return &(*s)[len(*s)-1]
 }
 
 // fetchBounds is what one partition of a fetch may read, found without

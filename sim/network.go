@@ -222,7 +222,8 @@ func (net *network) send(n *Node, id env.ConnID, data []byte, fin bool) {
 	p := ep.out
 	at := w.now.Add(net.drawLatency(p.from, p.to))
 	if !fin {
-		data = append([]byte(nil), data...)
+		// No copy: env.Env's contract leaves the frame to the network
+		// once sent, and every sender builds a fresh one.
 		at = at.Add(net.matchDelay(p, data))
 	}
 	at = max(at, p.lastAt)
