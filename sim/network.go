@@ -79,7 +79,8 @@ type pipe struct {
 
 type frame struct {
 	data []byte
-	fin  bool // the sender closed the connection after the frames before it
+	fin  bool   // the sender closed the connection after the frames before it
+	sum  uint32 // data's checksum when sent: a sender that changed it after is caught on delivery
 }
 
 type frameDelay struct {
@@ -223,13 +224,14 @@ func (net *network) send(n *Node, id env.ConnID, data []byte, fin bool) {
 	at := w.now.Add(net.drawLatency(p.from, p.to))
 	if !fin {
 		// No copy: env.Env's contract leaves the frame to the network
-		// once sent, and every sender builds a fresh one.
+		// once sent (every sender builds a fresh one); delivery checks it
+		// was left alone.
 		at = at.Add(net.matchDelay(p, data))
 	}
 	at = max(at, p.lastAt)
 	p.lastAt = at
-	p.frames = append(p.frames, frame{data: data, fin: fin})
-	w.trace.frame(traceSend, n, w.nodes[p.to], uint64(id), data)
+	sum := w.trace.frame(traceSend, n, w.nodes[p.to], uint64(id), data)
+	p.frames = append(p.frames, frame{data: data, fin: fin, sum: sum})
 	if !p.blocked {
 		w.queue.push(event{at: at, kind: evArrive, pipe: p, gen: p.gen})
 	}
@@ -344,7 +346,9 @@ func (net *network) arrive(p *pipe) {
 		to.deliver(func() { to.proc.Closed(id) })
 		return
 	}
-	w.trace.frame(traceDeliver, to, w.nodes[p.from], p.conn.id, f.data)
+	if w.trace.frame(traceDeliver, to, w.nodes[p.from], p.conn.id, f.data) != f.sum {
+		panic(fmt.Sprintf("sim: a frame %s sent on connection %d changed before it arrived: env.Env leaves a sent frame to the network, the sender must not touch it", w.nodes[p.from].name, p.conn.id))
+	}
 	if to.paused {
 		to.hold(func() { to.proc.Received(id, f.data) })
 		return

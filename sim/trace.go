@@ -154,9 +154,10 @@ func (t *Trace) conn(k traceKind, n, peer *Node, conn, arg uint64) {
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-func (t *Trace) frame(k traceKind, n, peer *Node, conn uint64, data []byte) {
-	digest := crc32.Checksum(data, castagnoli)
+func (t *Trace) frame(k traceKind, n, peer *Node, conn uint64, data []byte) (digest uint32) {
+	digest = crc32.Checksum(data, castagnoli)
 	t.add(record{kind: k, node: index(n), peer: index(peer), id: conn, arg: uint64(len(data)) | uint64(digest)<<32})
+	return digest
 }
 
 func (t *Trace) world(k eventKind) {
