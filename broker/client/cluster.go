@@ -29,6 +29,7 @@ type cluster struct {
 	warming map[string]bool        // a connection attempt is under way
 	brokers map[int32]string       // broker id → address
 	topics  map[string]*topicInfo
+	applied uint64 // Metadata answers applied so far: topics changes only with it
 	wanted  map[string]bool
 
 	inflight    bool        // a Metadata request is out
@@ -300,6 +301,7 @@ func (c *cluster) refresh() {
 // leader epoch is newer than the answer's keeps the cached leader: the
 // answering broker lags (KIP-320).
 func (c *cluster) apply(resp *kmsg.MetadataResponse) {
+	c.applied++
 	brokers := make(map[int32]string, len(resp.Brokers))
 	for _, b := range resp.Brokers {
 		brokers[b.NodeID] = metadata.JoinAddr(b.Host, b.Port)

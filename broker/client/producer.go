@@ -57,8 +57,10 @@ type Producer struct {
 
 	queues  map[TopicPartition]*partitionQueue
 	ordered []*partitionQueue // queues by partition, for deterministic sweeps
-	// awaiting holds records whose topic has no metadata yet, in send order.
-	awaiting   []*pendingRecord
+	// awaiting holds records whose topic has no metadata yet, in send order;
+	// awaitingTried is the metadata (cluster.applied) they last failed with.
+	awaiting      []*pendingRecord
+	awaitingTried uint64
 	roundRobin map[string]int
 
 	serial          uint64 // records accepted so far

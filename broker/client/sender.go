@@ -170,6 +170,33 @@ func (p *Producer) arm(now, next env.Time) {
 }
 
 func (p *Producer) placeAwaiting(now env.Time, next *env.Time) {
+	if len(p.awaiting) == 0 {
+		return
+	}
+	if p.awaitingTried == p.cl.applied {
+		// The metadata every awaiting record failed with is unchanged, so
+		// none can be placed: only the oldest can have run out of time
+		// (records await in send order, all with one delivery.timeout.ms).
+		// Placing each again on every send made a long wait quadratic.
+		n := 0
+		for n < len(p.awaiting) && now >= p.awaiting[n].created.Add(p.opts.DeliveryTimeout) {
+			pr := p.awaiting[n]
+			p.complete(pr, SendResult{Partition: -1, Offset: -1, Outcome: Fail,
+				Err: failed(fmt.Errorf("%w: no metadata for topic %q", ErrDeliveryTimeout, pr.rec.Topic))})
+			n++
+		}
+		if n > 0 {
+			rest := copy(p.awaiting, p.awaiting[n:])
+			clear(p.awaiting[rest:])
+			p.awaiting = p.awaiting[:rest]
+		}
+		if len(p.awaiting) > 0 {
+			*next = min(*next, p.awaiting[0].created.Add(p.opts.DeliveryTimeout))
+			p.cl.requestUpdate()
+		}
+		return
+	}
+	p.awaitingTried = p.cl.applied
 	kept := p.awaiting[:0]
 	for _, pr := range p.awaiting {
 		switch {
