@@ -256,3 +256,37 @@ func cpuSeconds() float64 {
 	}
 	return time.Duration(u.Utime.Nano() + u.Stime.Nano()).Seconds()
 }
+
+// BenchmarkGrowth runs the standard scenario at 300, 3,000 and 30,000
+// messages, its duration scaled with the count (300 messages in 30 s), and
+// reports CPU-seconds per run: the speed issue asks that 30,000 cost at
+// most 12 times 3,000. Each size runs the same seeds.
+//
+//	go test ./scenarios -run '^$' -bench Growth -benchtime 3x
+func BenchmarkGrowth(b *testing.B) {
+	base, err := Lookup("acks-all-idempotent")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []int{300, 3_000, 30_000} {
+		s := base
+		s.Workload.Messages = n
+		s.Workload.DurationMs = base.Workload.DurationMs * n / base.Workload.Messages
+		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
+			var events uint64
+			seed := uint64(0)
+			cpu0 := cpuSeconds()
+			for b.Loop() {
+				seed++
+				r, err := Run(s, RunOptions{Seed: seed})
+				if err != nil {
+					b.Fatal(err)
+				}
+				events += r.Events
+			}
+			cpu := cpuSeconds() - cpu0
+			b.ReportMetric(cpu/float64(seed), "cpu-s/run")
+			b.ReportMetric(float64(events)/float64(seed), "events/run")
+		})
+	}
+}

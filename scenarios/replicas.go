@@ -11,6 +11,7 @@ import (
 	"github.com/kafkasim/kafkasim/broker/metadata"
 	"github.com/kafkasim/kafkasim/env"
 	"github.com/kafkasim/kafkasim/history"
+	"github.com/kafkasim/kafkasim/sim/disk"
 )
 
 // replicaSampleEvery is how often, in simulated time, the workload phase
@@ -27,7 +28,7 @@ const replicaSampleEvery = 2 * time.Second
 func (c *cluster) sampleReplicas(rec *history.Recorder, until env.Time) {
 	var next func()
 	next = func() {
-		if err := c.readReplicas(rec, log.ScanDumpReusing); err != nil {
+		if err := c.readReplicas(rec, c.samples.scan); err != nil {
 			c.w.Trace().Note("replica sample: " + err.Error())
 		}
 		if at := c.w.Now().Add(replicaSampleEvery); at.Before(until) {
@@ -41,7 +42,7 @@ func (c *cluster) sampleReplicas(rec *history.Recorder, until env.Time) {
 // (internal topics too) as its broker's disk holds it now, read as a tool
 // reads a log, with its own high watermark and whether its leader counts it
 // in the ISR: the checkers' replica agreement works from these.
-func (c *cluster) readReplicas(rec *history.Recorder, read func(log.Files, string, int32, []log.DumpedBatch) (log.Dump, error)) error {
+func (c *cluster) readReplicas(rec *history.Recorder, read replicaReader) error {
 	img := c.image()
 	if img == nil {
 		return nil
@@ -84,8 +85,8 @@ func (c *cluster) readReplicas(rec *history.Recorder, read func(log.Files, strin
 					continue
 				}
 				name := c.brokers[id]
-				dump, err := read(c.w.Node(name).Disk().Onlooker(), p.Topic, p.Partition, c.samples.scratch)
-				c.samples.scratch = dump.Batches
+				k := replicaKey{name, tp}
+				dump, unchanged, err := read(k, c.w.Node(name).Disk().Onlooker())
 				if err != nil {
 					return fmt.Errorf("reading %v on %s: %w", p.TopicPartition, name, err)
 				}
@@ -95,7 +96,7 @@ func (c *cluster) readReplicas(rec *history.Recorder, read func(log.Files, strin
 					rep.Online = true
 					rep.HighWatermark = st.HighWatermark
 				}
-				rep.Batches = c.samples.batches(replicaKey{name, tp}, dump.Batches)
+				rep.Batches = c.samples.batches(k, dump.Batches, unchanged)
 				for _, e := range dump.Epochs {
 					rep.Epochs = append(rep.Epochs, history.ReplicaEpoch{Epoch: e.Epoch, Start: e.StartOffset})
 				}
@@ -106,12 +107,25 @@ func (c *cluster) readReplicas(rec *history.Recorder, read func(log.Files, strin
 	return nil
 }
 
-// replicaSamples keeps, per replica, the batches of its last sample, so a
-// sample of a log that only grew shares the earlier sample's array
-// (histories are read only) instead of copying the whole log each time.
+// replicaReader reads one replica's log off its broker's disk, and says
+// how many of its leading batches are as the last read of it found them.
+type replicaReader func(replicaKey, disk.Onlooker) (dump log.Dump, unchanged int, err error)
+
+// finalReplicaRead reads every batch and checks every checksum, as the
+// final read must, comparing nothing with earlier reads.
+func finalReplicaRead(k replicaKey, d disk.Onlooker) (log.Dump, int, error) {
+	dump, err := log.ReadDump(d, k.tp.Topic, k.tp.Partition)
+	return dump, 0, err
+}
+
+// replicaSamples keeps, per replica, a scanner of its log and the batches
+// of its last sample, so a sample costs what was written since the last
+// (sampling every 2 s over a long run read each log whole, again and
+// again), and a sample of a log that only grew shares the earlier
+// sample's array (histories are read only).
 type replicaSamples struct {
-	last    map[replicaKey][]history.ReplicaBatch
-	scratch []log.DumpedBatch
+	scanners map[replicaKey]*log.DumpScanner
+	last     map[replicaKey][]history.ReplicaBatch
 }
 
 type replicaKey struct {
@@ -119,17 +133,30 @@ type replicaKey struct {
 	tp     metadata.TopicPartition
 }
 
-// batches returns dumped as history batches. When the replica's last
-// sample is a prefix of dumped, the result extends that sample's array in
-// place: the last sample is always the longest view of its array, so no
-// earlier view sees the change.
-func (rs *replicaSamples) batches(k replicaKey, dumped []log.DumpedBatch) []history.ReplicaBatch {
+func (rs *replicaSamples) scan(k replicaKey, d disk.Onlooker) (log.Dump, int, error) {
+	if rs.scanners == nil {
+		rs.scanners = map[replicaKey]*log.DumpScanner{}
+	}
+	sc := rs.scanners[k]
+	if sc == nil {
+		sc = &log.DumpScanner{}
+		rs.scanners[k] = sc
+	}
+	return sc.Scan(d, k.tp.Topic, k.tp.Partition)
+}
+
+// batches returns dumped as history batches, given that its first
+// unchanged batches are those of the replica's last sample. The result
+// extends the last sample's array in place when the last sample is a
+// prefix of dumped: the last sample is always the longest view of its
+// array, so no earlier view sees the change.
+func (rs *replicaSamples) batches(k replicaKey, dumped []log.DumpedBatch, unchanged int) []history.ReplicaBatch {
 	if rs.last == nil {
 		rs.last = map[replicaKey][]history.ReplicaBatch{}
 	}
 	prev := rs.last[k]
 	shared := len(prev) <= len(dumped)
-	for i := 0; shared && i < len(prev); i++ {
+	for i := min(unchanged, len(prev)); shared && i < len(prev); i++ {
 		shared = prev[i] == replicaBatch(dumped[i])
 	}
 	if !shared || prev == nil {
@@ -144,7 +171,6 @@ func (rs *replicaSamples) batches(k replicaKey, dumped []log.DumpedBatch) []hist
 	rs.last[k] = out
 	return out
 }
-
 func replicaBatch(b log.DumpedBatch) history.ReplicaBatch {
 	return history.ReplicaBatch{Base: b.BaseOffset, Last: b.LastOffset, Epoch: b.LeaderEpoch, CRC: b.CRC,
 		Producer: b.ProducerID, ProducerEpoch: b.ProducerEpoch, Sequence: b.BaseSequence, Control: b.Control}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/kafkasim/kafkasim/broker/defect"
-	"github.com/kafkasim/kafkasim/broker/log"
 	"github.com/kafkasim/kafkasim/checkers"
 	"github.com/kafkasim/kafkasim/env"
 	"github.com/kafkasim/kafkasim/faults"
@@ -190,9 +189,7 @@ func Run(s Scenario, o RunOptions) (*Result, error) {
 	if err := wl.finalReads(); err != nil {
 		return res.panicked(c, err)
 	}
-	if err := c.readReplicas(rec, func(d log.Files, topic string, partition int32, _ []log.DumpedBatch) (log.Dump, error) {
-		return log.ReadDump(d, topic, partition)
-	}); err != nil {
+	if err := c.readReplicas(rec, finalReplicaRead); err != nil {
 		return nil, fmt.Errorf("scenario %q seed %d: %w", s.Name, o.Seed, err)
 	}
 	c.measure()

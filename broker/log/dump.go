@@ -52,7 +52,7 @@ type Files interface {
 // ReadDump reads the log of topic/partition from d. A partition the disk
 // has no directory for has an empty Dump; an error is the disk's.
 func ReadDump(d Files, topic string, partition int32) (Dump, error) {
-	return readDump(d, topic, partition, true, nil)
+	return readDump(d, topic, partition, true)
 }
 
 // ScanDump is ReadDump without checking each batch's checksum (it still
@@ -60,19 +60,30 @@ func ReadDump(d Files, topic string, partition int32) (Dump, error) {
 // often at a running replica, where a flipped bit is the final read's to
 // find.
 func ScanDump(d Files, topic string, partition int32) (Dump, error) {
-	return readDump(d, topic, partition, false, nil)
+	return readDump(d, topic, partition, false)
 }
 
-// ScanDumpReusing is ScanDump writing its batches into reuse's array (its
-// earlier contents are gone): for a reader that samples often and keeps
-// only what it copies out.
-func ScanDumpReusing(d Files, topic string, partition int32, reuse []DumpedBatch) (Dump, error) {
-	return readDump(d, topic, partition, false, reuse[:0])
-}
-
-func readDump(d Files, topic string, partition int32, verify bool, batches []DumpedBatch) (Dump, error) {
+func readDump(d Files, topic string, partition int32, verify bool) (Dump, error) {
 	dir := Dir(topic, partition)
-	out := Dump{HighWatermark: -1, Batches: batches}
+	out := Dump{HighWatermark: -1}
+	next := int64(0)
+	for _, base := range segmentBases(d, dir) {
+		data, err := d.ReadFile(logName(dir, base))
+		if err != nil {
+			return out, err
+		}
+		out.Batches, _, next, err = scanSegment(data, 0, next, verify, out.Batches)
+		if err != nil {
+			out.Stopped = logName(dir, base) + ": " + err.Error()
+			break
+		}
+	}
+	readDumpCheckpoints(d, dir, &out)
+	return out, nil
+}
+
+// segmentBases lists the base offsets of dir's segments, in order.
+func segmentBases(d Files, dir string) []int64 {
 	var bases []int64
 	for _, n := range d.List(dir + "/") {
 		if base, ok := parseSegmentName(dir, n); ok {
@@ -80,39 +91,42 @@ func readDump(d Files, topic string, partition int32, verify bool, batches []Dum
 		}
 	}
 	slices.Sort(bases)
-	next := int64(0)
-	for _, base := range bases {
-		data, err := d.ReadFile(logName(dir, base))
+	return bases
+}
+
+// scanSegment reads one segment's batches from byte pos on, appending them
+// to into, the first no lower than next. It returns where it stopped (the
+// byte after the last batch it took), the offset after that batch, and why
+// it stopped before the end (nil when it reached it).
+func scanSegment(data []byte, pos int, next int64, verify bool, into []DumpedBatch) ([]DumpedBatch, int, int64, error) {
+	for pos < len(data) {
+		b, _, err := record.Next(data[pos:])
 		if err != nil {
-			return out, err
+			return into, pos, next, err
 		}
-		for rest := data; len(rest) > 0; {
-			var b record.Batch
-			if b, rest, err = record.Next(rest); err != nil {
-				break
+		if verify {
+			if err := b.VerifyCRC(); err != nil {
+				return into, pos, next, err
 			}
-			if verify {
-				if cerr := b.VerifyCRC(); cerr != nil {
-					err = cerr
-					break
-				}
-			}
-			if b.BaseOffset() < next || b.LastOffset() < b.BaseOffset() {
-				// The base offset is outside the CRC: a flipped bit there
-				// reads as a batch out of place.
-				err = fmt.Errorf("batch [%d..%d] out of order after offset %d", b.BaseOffset(), b.LastOffset(), next)
-				break
-			}
-			next = b.NextOffset()
-			out.Batches = append(out.Batches, DumpedBatch{BaseOffset: b.BaseOffset(), LastOffset: b.LastOffset(),
-				LeaderEpoch: b.PartitionLeaderEpoch(), CRC: b.CRC(), ProducerID: b.ProducerID(), ProducerEpoch: b.ProducerEpoch(),
-				BaseSequence: b.BaseSequence(), Control: b.IsControl()})
 		}
-		if err != nil {
-			out.Stopped = logName(dir, base) + ": " + err.Error()
-			break
+		if b.BaseOffset() < next || b.LastOffset() < b.BaseOffset() {
+			// The base offset is outside the CRC: a flipped bit there
+			// reads as a batch out of place.
+			return into, pos, next, fmt.Errorf("batch [%d..%d] out of order after offset %d", b.BaseOffset(), b.LastOffset(), next)
 		}
+		next = b.NextOffset()
+		into = append(into, DumpedBatch{BaseOffset: b.BaseOffset(), LastOffset: b.LastOffset(),
+			LeaderEpoch: b.PartitionLeaderEpoch(), CRC: b.CRC(), ProducerID: b.ProducerID(), ProducerEpoch: b.ProducerEpoch(),
+			BaseSequence: b.BaseSequence(), Control: b.IsControl()})
+		pos += b.Size()
 	}
+	return into, pos, next, nil
+}
+
+// readDumpCheckpoints fills the dump's leader epochs and high watermark
+// from their checkpoint files, leaving them unset where a file is missing
+// or does not parse.
+func readDumpCheckpoints(d Files, dir string, out *Dump) {
 	if lines, ok, err := readCheckpoint(d, dir+"/"+epochCheckpointFile); err == nil && ok {
 		if c, err := parseEpochLines(lines); err == nil {
 			out.Epochs = c.entries
@@ -123,5 +137,4 @@ func readDump(d Files, topic string, partition int32, verify bool, batches []Dum
 			out.HighWatermark = v
 		}
 	}
-	return out, nil
 }

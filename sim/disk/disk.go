@@ -25,6 +25,8 @@ type Disk struct {
 	// observe, if set, hears every operation that changes the disk (see
 	// Observe).
 	observe func(Op)
+	// versions is the last file version handed out (changed).
+	versions uint64
 }
 
 // OpKind is what an Op did.
@@ -69,6 +71,9 @@ type file struct {
 	// appendOnly is true while every write since the last Sync appended at
 	// the end of durable: Sync can then extend durable instead of copying.
 	appendOnly bool
+	// version changes, to a number no other file of the disk has had,
+	// whenever bytes already in the file may change (Onlooker.Version).
+	version uint64
 }
 
 type write struct {
@@ -99,8 +104,15 @@ func (d *Disk) create(name string) *file {
 	if !ok {
 		f = &file{appendOnly: true}
 		d.files[name] = f
+		d.changed(f)
 	}
 	return f
+}
+
+// changed gives f a new version: bytes it held may be different now.
+func (d *Disk) changed(f *file) {
+	d.versions++
+	f.version = d.versions
 }
 
 func (d *Disk) readFault(name string) bool {
@@ -167,6 +179,18 @@ func (o Onlooker) List(prefix string) []string { return o.d.List(prefix) }
 // ReadFile is Peek.
 func (o Onlooker) ReadFile(name string) ([]byte, error) { return o.d.Peek(name) }
 
+// Version is a number that changes whenever bytes already in the file may
+// have (an overwrite, a truncation, a power loss, a flipped bit, another
+// file under the name) and stays while the file only grows: a reader that
+// keeps what it parsed may resume at its end while Version is unchanged.
+func (o Onlooker) Version(name string) (uint64, bool) {
+	f, ok := o.d.files[name]
+	if !ok {
+		return 0, false
+	}
+	return f.version, true
+}
+
 // ReadFile implements env.Disk.
 func (d *Disk) ReadFile(name string) ([]byte, error) {
 	f, err := d.get(name)
@@ -190,6 +214,9 @@ func (d *Disk) WriteAt(name string, p []byte, off int64) error {
 	if f.appendOnly && off != int64(len(f.data)) {
 		f.materialize()
 		f.appendOnly = false
+	}
+	if off < int64(len(f.data)) {
+		d.changed(f)
 	}
 	end := off + int64(len(p))
 	if end > int64(len(f.data)) {
@@ -297,6 +324,7 @@ func (d *Disk) Truncate(name string, size int64) error {
 	}
 	f.materialize()
 	f.appendOnly = false
+	d.changed(f)
 	f.data = f.data[:size:size]
 	if int64(len(f.durable)) > size {
 		f.durable = f.durable[:size:size]

@@ -147,3 +147,38 @@ func TestTheObserverHearsEveryChangeAndWhatPowerLossUndid(t *testing.T) {
 		"rename g", "truncate h", "remove h",
 	}, ops)
 }
+
+// A file's version stays while it only grows and changes whenever bytes
+// already in it may have: what lets a reader resume where it stopped.
+func TestAVersionChangesWhenWrittenBytesMayHave(t *testing.T) {
+	d := New()
+	o := d.Onlooker()
+	_, ok := o.Version("f")
+	require.False(t, ok)
+	require.NoError(t, d.Append("f", []byte("abc")))
+	v0, ok := o.Version("f")
+	require.True(t, ok)
+	require.NoError(t, d.Append("f", []byte("def")))
+	require.NoError(t, d.Sync("f"))
+	v, _ := o.Version("f")
+	require.Equal(t, v0, v, "an append and a sync keep the version")
+	steps := []struct {
+		name string
+		do   func()
+	}{
+		{"an overwrite", func() { require.NoError(t, d.WriteAt("f", []byte("X"), 1)) }},
+		{"a truncation", func() { require.NoError(t, d.Truncate("f", 2)) }},
+		{"a flipped bit", func() { d.Corrupt("f", env.NewRand(1)) }},
+		{"a power loss that drops bytes", func() { require.NoError(t, d.Append("f", []byte("unsynced"))); d.PowerLoss(false, env.NewRand(1)) }},
+		{"another file under the name", func() {
+			require.NoError(t, d.Append("g", []byte("abc")))
+			require.NoError(t, d.Rename("g", "f"))
+		}},
+	}
+	for _, s := range steps {
+		before, _ := o.Version("f")
+		s.do()
+		after, _ := o.Version("f")
+		require.NotEqual(t, before, after, s.name)
+	}
+}

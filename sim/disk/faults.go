@@ -41,8 +41,11 @@ func (d *Disk) PowerLoss(torn bool, r *env.Rand) int64 {
 		}
 		shrank := max(before-int64(len(img)), 0)
 		lost += shrank
-		if d.observe != nil && !bytes.Equal(img, f.data) {
-			d.observe(Op{Kind: OpPowerLoss, Name: name, Off: int64(len(img)), N: shrank, Sum: crc32.Checksum(img, castagnoli)})
+		if !bytes.Equal(img, f.data) {
+			d.changed(f)
+			if d.observe != nil {
+				d.observe(Op{Kind: OpPowerLoss, Name: name, Off: int64(len(img)), N: shrank, Sum: crc32.Checksum(img, castagnoli)})
+			}
 		}
 		f.data = img
 		f.durable = append([]byte(nil), img...)
@@ -84,6 +87,7 @@ func (d *Disk) Corrupt(prefix string, r *env.Rand) (name string, off int64, ok b
 	f := d.files[name]
 	off = r.Int63n(int64(len(f.data)))
 	bit := byte(1) << r.Intn(8)
+	d.changed(f)
 	f.data[off] ^= bit
 	if off < int64(len(f.durable)) {
 		f.durable[off] ^= bit

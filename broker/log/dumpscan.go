@@ -1,0 +1,107 @@
+package log
+
+// VersionedFiles is Files that can tell whether a file changed other than
+// by growing: Version changes whenever bytes already in the file may have
+// (an overwrite, a truncation, a power loss, bit rot, a new file under the
+// name), and stays put while the file is only appended to. sim/disk's
+// onlooker is one.
+type VersionedFiles interface {
+	Files
+	Version(name string) (version uint64, ok bool)
+}
+
+// A DumpScanner reads one replica's log again and again, as ScanDump does,
+// but parses only what was appended since its last scan: a segment whose
+// version is unchanged keeps the batches read from it, and reading resumes
+// where it stopped. Sampling a growing log every few seconds so costs what
+// was written since, not the whole log each time.
+type DumpScanner struct {
+	batches []DumpedBatch
+	segs    []scannedSegment
+}
+
+type scannedSegment struct {
+	name    string
+	version uint64
+	from    int64 // the offset its first batch may not start below
+	first   int   // its batches are batches[first:first+n]
+	n       int
+	read    int   // bytes parsed: the start of the first batch not taken
+	next    int64 // the offset after its last batch
+	stopped error // why it stopped before its end, if it did
+}
+
+// Scan returns the replica's log as ScanDump would now, and how many of its
+// leading batches are the ones the previous Scan returned, unchanged. The
+// dump's Batches are the scanner's own, valid until the next Scan.
+func (s *DumpScanner) Scan(d VersionedFiles, topic string, partition int32) (dump Dump, unchanged int, err error) {
+	dir := Dir(topic, partition)
+	dump = Dump{HighWatermark: -1}
+	unchanged = -1 // not yet known: everything so far is as before
+	cut := func(at int) {
+		if unchanged < 0 {
+			unchanged = at
+		}
+		s.batches = s.batches[:at]
+	}
+	next := int64(0)
+	segs := s.segs[:0:0]
+	prefix := true // every segment so far is the one scanned before
+	for i, base := range segmentBases(d, dir) {
+		name := logName(dir, base)
+		version, _ := d.Version(name)
+		data, rerr := d.ReadFile(name)
+		if rerr != nil {
+			return dump, 0, rerr
+		}
+		var seg scannedSegment
+		if prefix && i < len(s.segs) && s.segs[i].name == name && s.segs[i].version == version && s.segs[i].from == next {
+			seg = s.segs[i]
+			if seg.read < len(data) {
+				// Grown since: what follows this segment's batches is
+				// stale, and parsing resumes where it stopped.
+				cut(seg.first + seg.n)
+				prefix = false
+				before := len(s.batches)
+				s.batches, seg.read, seg.next, seg.stopped = scanSegment(data, seg.read, seg.next, false, s.batches)
+				seg.n += len(s.batches) - before
+			}
+		} else {
+			if prefix {
+				at := len(s.batches)
+				if i < len(s.segs) {
+					at = s.segs[i].first
+				}
+				cut(at)
+				prefix = false
+			}
+			seg = scannedSegment{name: name, version: version, from: next, first: len(s.batches)}
+			s.batches, seg.read, seg.next, seg.stopped = scanSegment(data, 0, next, false, s.batches)
+			seg.n = len(s.batches) - seg.first
+		}
+		segs = append(segs, seg)
+		next = seg.next
+		if seg.stopped != nil {
+			dump.Stopped = name + ": " + seg.stopped.Error()
+			break
+		}
+	}
+	if prefix && len(segs) < len(s.segs) {
+		// Segments are gone from the end (or reading stops earlier).
+		at := len(s.batches)
+		if len(segs) > 0 {
+			last := segs[len(segs)-1]
+			at = last.first + last.n
+		} else {
+			at = 0
+		}
+		cut(at)
+	}
+	if unchanged < 0 {
+		unchanged = len(s.batches)
+	}
+	s.segs = segs
+	dump.Batches = s.batches
+	readDumpCheckpoints(d, dir, &dump)
+	return dump, unchanged, nil
+}
