@@ -61,7 +61,7 @@ type Producer struct {
 	// awaitingTried is the metadata (cluster.applied) they last failed with.
 	awaiting      []*pendingRecord
 	awaitingTried uint64
-	roundRobin map[string]int
+	roundRobin    map[string]int
 
 	serial          uint64 // records accepted so far
 	incomplete      int    // records accepted and not yet completed
