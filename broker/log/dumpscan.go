@@ -18,6 +18,10 @@ type VersionedFiles interface {
 type DumpScanner struct {
 	batches []DumpedBatch
 	segs    []scannedSegment
+	// The checkpoints as last read, and the versions they were read at.
+	checkpoints                  Dump
+	epochsAt, watermarkAt        uint64
+	haveEpochs, haveMarked, read bool
 }
 
 type scannedSegment struct {
@@ -102,6 +106,20 @@ func (s *DumpScanner) Scan(d VersionedFiles, topic string, partition int32) (dum
 	}
 	s.segs = segs
 	dump.Batches = s.batches
-	readDumpCheckpoints(d, dir, &dump)
+	s.readCheckpoints(d, dir, &dump)
 	return dump, unchanged, nil
+}
+
+// readCheckpoints is readDumpCheckpoints, parsing a checkpoint file again
+// only when its version moved (checkpoints are replaced, not appended, so
+// any rewrite gives a new version).
+func (s *DumpScanner) readCheckpoints(d VersionedFiles, dir string, out *Dump) {
+	ev, eok := d.Version(dir + "/" + epochCheckpointFile)
+	hv, hok := d.Version(dir + "/" + hwCheckpointFile)
+	if !s.read || eok != s.haveEpochs || ev != s.epochsAt || hok != s.haveMarked || hv != s.watermarkAt {
+		s.checkpoints = Dump{HighWatermark: -1}
+		readDumpCheckpoints(d, dir, &s.checkpoints)
+		s.epochsAt, s.haveEpochs, s.watermarkAt, s.haveMarked, s.read = ev, eok, hv, hok, true
+	}
+	out.Epochs, out.HighWatermark = s.checkpoints.Epochs, s.checkpoints.HighWatermark
 }

@@ -192,6 +192,7 @@ func (l *Log) recoverSegment(base int64) (*segment, bool, error) {
 		return nil, false, l.storageErr("recovery read of header checksums", err)
 	}
 	seg := newSegment(l.dir, base)
+	seg.batches = make([]batchEntry, 0, len(side)/hdrEntrySize) // a synced batch has a header entry: most of them
 	seg.dirty, seg.txnDirty = len(data) > 0, true
 	expected := base
 	pos := 0
