@@ -1,14 +1,47 @@
-// Package controller is the cluster's single controller process: the durable
-// record of brokers, topics and partition leadership.
+// Package controller is the cluster's controller: a voter of the KRaft
+// metadata quorum (broker/quorum) that, while it leads, is the active
+// controller and decides brokers', topics' and partitions' fate.
 //
-// Brokers register (BrokerRegistration) and heartbeat (BrokerHeartbeat); one
-// silent for broker.session.timeout.ms is fenced, which removes it from
-// every ISR (unless it is the last member: the ISR never empties) and moves
-// every leadership it held to a live in-sync replica — or, with
+// # The quorum and the active controller
+//
+// Every controller is a quorum voter (NewVoter: its node id and every
+// voter's address; New: a quorum of one, node id ID). The metadata log is
+// the quorum's, replicated and fsynced by it; each entry is one decision's
+// records (records.go), and every controller applies each committed entry,
+// in order, to its own state. The quorum's leader is the active controller
+// once everything committed before its epoch is applied (its epoch's
+// leader-change entry commits), as a KRaft controller claims leadership
+// only after catching up. Its quorum epoch is the controller epoch the
+// brokers see. A controller that is not active answers every controller
+// request NOT_CONTROLLER; a broker asks again.
+//
+// # Decisions
+//
+// Only the active controller decides, one decision at a time against the
+// committed state (decide.go); a decision exists once its entry commits:
+// only then is its requester answered and the brokers told. If the
+// controller stops leading first, the decision is refused (NOT_CONTROLLER)
+// — its entry may still commit under the next leader, which every
+// controller then applies. Sessions (when a broker last heartbeated) are
+// the active controller's memory, as Kafka's BrokerHeartbeatManager keeps
+// them: a new active controller gives every broker a fresh one.
+//
+// Brokers register (BrokerRegistration: the broker epoch is the offset of
+// the entry that registers it, and a broker registers fenced) and heartbeat
+// (BrokerHeartbeat: one asking not to be fenced is unfenced). One silent
+// for broker.session.timeout.ms is fenced, which removes it from every ISR
+// (unless it is the last member: the ISR never empties) and moves every
+// leadership it held to a live in-sync replica — or, with
 // unclean.leader.election.enable, to any live replica as a last resort —
-// bumping the partition's leader epoch. Leaders change the ISR with
-// AlterPartition; the controller checks their leader and partition epochs.
-// Every change is appended to a metadata log on disk and synced before
-// anyone hears of it, and is pushed to every broker as an UpdateMetadata
-// request. While the controller is down nothing is elected.
+// bumping the partition's leader epoch; the fence and its partition changes
+// are one entry. Leaders change the ISR with AlterPartition; the controller
+// checks their leader and partition epochs.
+//
+// # Telling brokers
+//
+// The active controller pushes the committed image to every registered
+// broker as an UpdateMetadata request, stamped with its epoch; a broker
+// ignores an image from an older one. (Brokers fetching the metadata log
+// themselves, as KRaft brokers do, is still to come.) While no controller
+// is active, nothing is decided and nothing elected.
 package controller

@@ -1,25 +1,27 @@
 package controller
 
 import (
-	"errors"
-	"github.com/kafkasim/kafkasim/internal/invariant"
-	"io/fs"
 	"slices"
 
 	"github.com/kafkasim/kafkasim/broker/metadata"
 	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/internal/invariant"
 )
 
-// brokerState is what the controller knows of one broker.
+// brokerState is what the controller knows of one broker: its
+// registration and fencing from the log, and, on the active controller
+// only, when it last heard from it (as Kafka's BrokerHeartbeatManager
+// keeps sessions in memory, not in the log).
 type brokerState struct {
 	brokerRecord
 	fenced        bool
 	lastHeartbeat env.Time
 }
 
-// state is the controller's durable state, rebuilt from the metadata log.
+// state is the metadata as the committed entries of the log make it: every
+// controller applies the same entries in the same order to its own.
 type state struct {
-	epoch          int32
+	epoch          int32 // the active controller's epoch (its quorum epoch) as last known
 	brokers        map[int32]*brokerState
 	topics         map[string]*metadata.Topic
 	nextProducerID int64
@@ -39,6 +41,11 @@ func (s *state) apply(r record) {
 			s.brokers[r.Broker.ID] = b
 		}
 		b.brokerRecord = *r.Broker
+		b.fenced = true // until its first heartbeat asks to be unfenced
+	case r.Fence != nil:
+		b := s.brokers[r.Fence.ID]
+		assert(b != nil, "fence record for unregistered broker %d", r.Fence.ID)
+		b.fenced = r.Fence.Fenced
 	case r.Topic != nil:
 		t := *r.Topic
 		t.Partitions = slices.Clone(t.Partitions)
@@ -52,9 +59,8 @@ func (s *state) apply(r record) {
 		assert(len(r.Partition.ISR) > 0, "ISR of %v is empty", old.TopicPartition)
 		t.Partitions[r.Partition.Partition] = r.Partition.Clone()
 	case r.ProducerIDs != 0:
+		assert(r.ProducerIDs > s.nextProducerID, "producer ids move back from %d to %d", s.nextProducerID, r.ProducerIDs)
 		s.nextProducerID = r.ProducerIDs
-	case r.Epoch != 0:
-		s.epoch = r.Epoch
 	}
 }
 
@@ -105,8 +111,6 @@ func (s *state) image() *metadata.Image {
 	}
 	return img
 }
-
-func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 
 // assert panics with the controller's broken invariant when cond is false.
 func assert(cond bool, format string, args ...any) {

@@ -5,6 +5,7 @@ import (
 	"regexp"
 
 	"github.com/kafkasim/kafkasim/broker/metadata"
+	"github.com/kafkasim/kafkasim/broker/rpc"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -17,49 +18,51 @@ var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 // broker open 200,000 logs.
 const PartitionsPerRequestMax = 10000
 
-func (c *Controller) handleCreateTopics(req *kmsg.CreateTopicsRequest) *kmsg.CreateTopicsResponse {
+func (c *Controller) createTopics(r *rpc.Request, req *kmsg.CreateTopicsRequest) decision {
 	resp := kmsg.NewPtrCreateTopicsResponse()
-	var rs []record
-	budget := PartitionsPerRequestMax
-	for _, rt := range req.Topics {
-		tr := kmsg.NewCreateTopicsResponseTopic()
-		tr.Topic = rt.Topic
-		var t *metadata.Topic
-		var code int16
-		var msg string
-		if n := int(rt.NumPartitions); n > budget {
-			code, msg = kerr.PolicyViolation.Code, fmt.Sprintf("topic %q: %d partitions would pass the %d one CreateTopics request may create", rt.Topic, n, PartitionsPerRequestMax)
-		} else {
-			t, code, msg = c.newTopic(rt)
+	refuse := func() {
+		resp.Topics = resp.Topics[:0]
+		for _, rt := range req.Topics {
+			tr := kmsg.NewCreateTopicsResponseTopic()
+			tr.Topic, tr.ErrorCode = rt.Topic, kerr.NotController.Code
+			resp.Topics = append(resp.Topics, tr)
 		}
-		if code == 0 {
-			budget -= len(t.Partitions)
-		}
-		if code == 0 && !req.ValidateOnly {
-			rs = append(rs, record{Topic: t})
-			c.e.Log("topic-created", "topic", t.Name, "partitions", len(t.Partitions))
-		}
-		tr.ErrorCode = code
-		if msg != "" {
-			tr.ErrorMessage = &msg
-		}
-		if t != nil {
-			tr.NumPartitions = int32(len(t.Partitions))
-			tr.ReplicationFactor = int16(len(t.Partitions[0].Replicas))
-			tr.TopicID = t.ID
-		}
-		resp.Topics = append(resp.Topics, tr)
+		r.Respond(resp)
 	}
-	if len(rs) > 0 {
-		if !c.commit(rs...) {
-			for i := range resp.Topics {
-				resp.Topics[i].ErrorCode = kerr.UnknownServerError.Code
+	return decision{refuse: refuse, decide: func() ([]record, func()) {
+		var rs []record
+		budget := PartitionsPerRequestMax
+		for _, rt := range req.Topics {
+			tr := kmsg.NewCreateTopicsResponseTopic()
+			tr.Topic = rt.Topic
+			var t *metadata.Topic
+			var code int16
+			var msg string
+			if n := int(rt.NumPartitions); n > budget {
+				code, msg = kerr.PolicyViolation.Code, fmt.Sprintf("topic %q: %d partitions would pass the %d one CreateTopics request may create", rt.Topic, n, PartitionsPerRequestMax)
+			} else {
+				t, code, msg = c.newTopic(rt)
 			}
-			return resp
+			if code == 0 {
+				budget -= len(t.Partitions)
+			}
+			if code == 0 && !req.ValidateOnly {
+				rs = append(rs, record{Topic: t})
+				c.e.Log("topic-created", "topic", t.Name, "partitions", len(t.Partitions))
+			}
+			tr.ErrorCode = code
+			if msg != "" {
+				tr.ErrorMessage = &msg
+			}
+			if t != nil {
+				tr.NumPartitions = int32(len(t.Partitions))
+				tr.ReplicationFactor = int16(len(t.Partitions[0].Replicas))
+				tr.TopicID = t.ID
+			}
+			resp.Topics = append(resp.Topics, tr)
 		}
-		c.pushAll()
-	}
-	return resp
+		return rs, func() { r.Respond(resp) }
+	}}
 }
 
 // newTopic places a topic's replicas on the live brokers, round robin from

@@ -13,7 +13,11 @@
 // and address, the quorum timeouts (raft.Config: quorum.election.timeout.ms
 // and friends; ID, Voters and Jitter are filled in, Jitter from e.Rand()),
 // the ClientID of its requests, and the hooks OnCommitted and OnRoleChange.
-// Start arms a tick timer (TickInterval, 10ms) that calls the core's Tick.
+// After every step the voter arms one timer for the core's next deadline
+// (raft.Node.NextTick) and calls Tick then; only where the core keeps no
+// single deadline (a follower's fetch loop, a resigned leader's resends)
+// does it poll, every TickInterval (10ms). A voter alone in its quorum,
+// leading, sets no timer at all.
 //
 // # APIs and versions
 //

@@ -24,8 +24,9 @@ type Config struct {
 	Raft raft.Config
 	// ClientID is the client id of the voter's requests to its peers.
 	ClientID string
-	// TickInterval is how often the core's timers are looked at (its
-	// Tick); 0 is 10ms.
+	// TickInterval bounds how long the core's timers go unlooked-at where
+	// it keeps no single deadline (raft.Node.NextTick: a follower's fetch
+	// loop); 0 is 10ms.
 	TickInterval time.Duration
 	// FlushDelay is how long appended entries wait in the page cache
 	// before the log is synced (a stand-in for fsync latency and group
@@ -39,7 +40,7 @@ type Config struct {
 	// leader-change entries are delivered too (LeaderChange set).
 	OnCommitted func(e raft.Entry)
 	// OnRoleChange, if set, is called after a step that changed the
-	// voter's role, epoch or known leader.
+	// voter's role, epoch or known leader, and once at the start.
 	OnRoleChange func(role raft.Role, epoch, leader int32)
 }
 
@@ -56,13 +57,15 @@ type Voter struct {
 	clients map[int32]*rpc.Client
 	timeout time.Duration
 
-	busy     bool           // inside run: effects are being carried out
-	halted   bool           // a disk failure halted the process
-	pending  []*rpc.Request // served requests waiting for run
-	inbound  *rpc.Request   // the request whose Receive's effects are being applied
-	answered bool
-	appended bool // log appended since the last flush
-	flushArm bool // a delayed flush is pending
+	tickTimer env.TimerID // the armed tick (armTick), 0 if none
+	tickAt    env.Time
+	busy      bool           // inside run: effects are being carried out
+	halted    bool           // a disk failure halted the process
+	pending   []*rpc.Request // served requests waiting for run
+	inbound   *rpc.Request   // the request whose Receive's effects are being applied
+	answered  bool
+	appended  bool // log appended since the last flush
+	flushArm  bool // a delayed flush is pending
 
 	delivered int64 // entries given to OnCommitted
 	lastHW    int64
@@ -105,11 +108,12 @@ func Start(e env.Env, router *rpc.Router, cfg Config) (*Voter, error) {
 		v.timeout = 2 * time.Second
 	}
 	v.node = raft.New(rc, st, entries, e.Now())
-	v.lastRole, v.lastEpoch, v.lastLead = v.node.Role(), v.node.Epoch(), v.node.LeaderID()
+	// The first observe reports the role the node starts in (the only
+	// voter leads from New on): OnRoleChange hears of every role.
+	v.lastRole, v.lastEpoch, v.lastLead = v.node.Role(), -1, v.node.LeaderID()
 	e.Log("quorum-start", "id", cfg.ID, "role", v.node.Role().String(), "epoch", st.Epoch, "voted", st.VotedID,
 		"leader", st.LeaderID, "log-end", len(entries), "recovered-truncated-at", l.Recovery().TruncatedAt)
 	v.run()
-	v.e.AfterFunc(cfg.TickInterval, v.tick)
 	return v, nil
 }
 
@@ -152,12 +156,32 @@ func (v *Voter) Handle(r *rpc.Request) bool {
 }
 
 func (v *Voter) tick() {
+	v.tickTimer, v.tickAt = 0, 0
 	if v.halted {
 		return
 	}
 	v.node.Tick(v.e.Now())
 	v.run()
-	v.e.AfterFunc(v.cfg.TickInterval, v.tick)
+}
+
+// armTick sets the tick timer for the core's next deadline (NextTick), at
+// most TickInterval away where the core polls: a voter alone in its
+// quorum, leading, sets none, and a quiet one wakes only when a timer of
+// its role may fire.
+func (v *Voter) armTick() {
+	now := v.e.Now()
+	at := v.node.NextTick(now, v.cfg.TickInterval)
+	if at == 0 || (v.tickTimer != 0 && v.tickAt <= at) {
+		return
+	}
+	if at <= now {
+		at = now.Add(v.cfg.TickInterval) // a deadline Tick has already seen: never a zero-delay loop
+	}
+	if v.tickTimer != 0 {
+		v.e.Cancel(v.tickTimer)
+	}
+	v.tickAt = at
+	v.tickTimer = v.e.AfterFunc(at.Sub(now), v.tick)
 }
 
 // run carries out the core's effects until none are left: it is the only
@@ -169,7 +193,12 @@ func (v *Voter) run() {
 		return
 	}
 	v.busy = true
-	defer func() { v.busy = false }()
+	defer func() {
+		v.busy = false
+		if !v.halted {
+			v.armTick()
+		}
+	}()
 	for !v.halted {
 		if effs := v.node.Ready(); len(effs) > 0 {
 			v.apply(effs)

@@ -170,6 +170,12 @@ func New(cfg Config, st QuorumState, log []Entry, now env.Time) *Node {
 	default:
 		n.becomeUnattached(now, n.electionTimeout())
 	}
+	if len(n.voters) == 1 && n.role != Candidate {
+		// The only voter has no one to wait for: it stands at once, and
+		// its own vote elects it (KafkaRaftClient.initialize: "When there
+		// is only a single voter, become candidate immediately").
+		n.becomeCandidate(now)
+	}
 	return n
 }
 
@@ -523,6 +529,47 @@ func (n *Node) Tick(now env.Time) {
 			}
 		}
 	}
+}
+
+// NextTick is the earliest time Tick may have something to do, so that a
+// runtime need not call it more often: a deadline of the role's timers, or
+// now plus poll where the node keeps no single deadline (a follower's
+// fetch loop, a resigned leader's resends). The only voter, leading, has
+// no timer at all: the zero Time says never.
+func (n *Node) NextTick(now env.Time, poll time.Duration) env.Time {
+	soon := now.Add(poll)
+	switch n.role {
+	case Unattached, Prospective:
+		return n.electionDeadline
+	case Candidate:
+		if n.backingOff {
+			return n.backoffUntil
+		}
+		return n.electionDeadline
+	case Leader:
+		if len(n.voters) == 1 {
+			return 0
+		}
+		next := env.Time(0)
+		window := n.cfg.FetchTimeout + n.cfg.FetchTimeout/2
+		consider := func(at env.Time) {
+			if at > now && (next == 0 || at < next) {
+				next = at
+			}
+		}
+		for _, v := range n.others() {
+			r := n.remotes[v]
+			consider(r.lastFetch.Add(window)) // when check quorum stops counting it
+			if !r.acked {
+				consider(r.sentAt.Add(n.cfg.RequestTimeout))
+			}
+		}
+		if next == 0 {
+			return soon // every voter already past: the next fetch decides
+		}
+		return next
+	}
+	return soon
 }
 
 // checkQuorum is KAFKA-15489's check-quorum timer: a leader that has not

@@ -1,0 +1,185 @@
+package controller
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/kafkasim/kafkasim/broker/defect"
+	"github.com/kafkasim/kafkasim/broker/metadata"
+	"github.com/kafkasim/kafkasim/broker/rpc"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// serve hands quorum requests to the voter and the controller's own to a
+// decision; a controller that is not the active one answers
+// NOT_CONTROLLER, and the broker asks again.
+func (c *Controller) serve(r *rpc.Request) {
+	if c.voter != nil && c.voter.Handle(r) {
+		return
+	}
+	var d decision
+	switch req := r.Body.(type) {
+	case *kmsg.BrokerRegistrationRequest:
+		d = c.registration(r, req)
+	case *kmsg.BrokerHeartbeatRequest:
+		if b := c.st.brokers[req.BrokerID]; c.active && b != nil && b.Epoch == req.BrokerEpoch {
+			b.lastHeartbeat = c.e.Now() // the session lives in memory: now, not once decided
+		}
+		d = c.heartbeat(r, req)
+	case *kmsg.AlterPartitionRequest:
+		d = c.alterPartition(r, req)
+	case *kmsg.CreateTopicsRequest:
+		d = c.createTopics(r, req)
+	case *kmsg.AllocateProducerIDsRequest:
+		d = c.allocateProducerIDs(r, req)
+	default:
+		r.CloseConn()
+		return
+	}
+	c.enqueue(d)
+}
+
+// notController answers resp with NOT_CONTROLLER set by set.
+func notController(r *rpc.Request, resp kmsg.Response, set func(code int16)) func() {
+	return func() {
+		set(kerr.NotController.Code)
+		r.Respond(resp)
+	}
+}
+
+// election is the rule leaderless partitions are led by.
+func (c *Controller) election() election {
+	switch {
+	case c.cfg.Defects.Has(defect.ElectionIgnoresISR):
+		return anyLive
+	case c.cfg.UncleanLeaderElection:
+		return unclean
+	}
+	return clean
+}
+
+func (c *Controller) registration(r *rpc.Request, req *kmsg.BrokerRegistrationRequest) decision {
+	resp := kmsg.NewPtrBrokerRegistrationResponse()
+	return decision{refuse: notController(r, resp, func(code int16) { resp.ErrorCode = code }), decide: func() ([]record, func()) {
+		addr := ""
+		if len(req.Listeners) > 0 {
+			l := req.Listeners[0]
+			addr = l.Host // a simulated node's name has no port
+			if l.Port != 0 {
+				addr = metadata.JoinAddr(l.Host, int32(l.Port))
+			}
+		}
+		respond := func() { r.Respond(resp) }
+		old := c.st.brokers[req.BrokerID]
+		if old != nil && old.Incarnation == req.IncarnationID {
+			resp.BrokerEpoch = old.Epoch // a retry of a registration that went through
+			return nil, respond
+		}
+		if old != nil && !old.fenced {
+			// The old incarnation's session is still valid: the new one waits
+			// until it expires, so leadership moves away first (as Kafka does).
+			resp.ErrorCode = kerr.DuplicateBrokerRegistration.Code
+			return nil, respond
+		}
+		// The broker epoch is the offset of the entry that registers it.
+		rec := brokerRecord{ID: req.BrokerID, Addr: addr, Epoch: c.voter.LogEnd(), Incarnation: req.IncarnationID}
+		return []record{{Broker: &rec}}, func() {
+			c.st.brokers[req.BrokerID].lastHeartbeat = c.e.Now()
+			c.e.Log("broker-registered", "broker", req.BrokerID, "addr", addr, "epoch", rec.Epoch)
+			resp.BrokerEpoch = rec.Epoch
+			respond()
+		}
+	}}
+}
+
+func (c *Controller) heartbeat(r *rpc.Request, req *kmsg.BrokerHeartbeatRequest) decision {
+	resp := kmsg.NewPtrBrokerHeartbeatResponse()
+	return decision{refuse: notController(r, resp, func(code int16) { resp.ErrorCode = code }), decide: func() ([]record, func()) {
+		b := c.st.brokers[req.BrokerID]
+		if b == nil || b.Epoch != req.BrokerEpoch {
+			resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+			resp.IsFenced = true
+			return nil, func() { r.Respond(resp) }
+		}
+		b.lastHeartbeat = c.e.Now()
+		answer := func() {
+			resp.IsCaughtUp = true
+			resp.IsFenced = c.st.brokers[req.BrokerID].fenced
+			r.Respond(resp)
+		}
+		if !req.WantFence && (b.fenced || c.offlineFor(req.BrokerID)) {
+			if b.fenced {
+				c.e.Log("broker-unfenced", "broker", req.BrokerID)
+			}
+			return c.fencing(req.BrokerID, false, "unfence"), answer
+		}
+		return nil, answer
+	}}
+}
+
+func (c *Controller) alterPartition(r *rpc.Request, req *kmsg.AlterPartitionRequest) decision {
+	resp := kmsg.NewPtrAlterPartitionResponse()
+	return decision{refuse: notController(r, resp, func(code int16) { resp.ErrorCode = code; resp.Topics = nil }), decide: func() ([]record, func()) {
+		respond := func() { r.Respond(resp) }
+		b := c.st.brokers[req.BrokerID]
+		if b == nil || b.Epoch != req.BrokerEpoch {
+			resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+			return nil, respond
+		}
+		var rs []record
+		for _, rt := range req.Topics {
+			tr := kmsg.NewAlterPartitionResponseTopic()
+			tr.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				pr := kmsg.NewAlterPartitionResponseTopicPartition()
+				pr.Partition = rp.Partition
+				t := c.st.topics[rt.Topic]
+				if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions) {
+					pr.ErrorCode = kerr.UnknownTopicOrPartition.Code
+					tr.Partitions = append(tr.Partitions, pr)
+					continue
+				}
+				p := t.Partitions[rp.Partition]
+				switch {
+				case rp.LeaderEpoch < p.LeaderEpoch:
+					pr.ErrorCode = kerr.FencedLeaderEpoch.Code
+				case p.Leader != req.BrokerID || rp.LeaderEpoch > p.LeaderEpoch:
+					pr.ErrorCode = kerr.NotLeaderForPartition.Code
+				case rp.PartitionEpoch != p.PartitionEpoch:
+					pr.ErrorCode = kerr.InvalidUpdateVersion.Code
+				case !validISR(p, rp.NewISR, c.st.live):
+					pr.ErrorCode = kerr.IneligibleReplica.Code
+				default:
+					q := p.Clone()
+					q.ISR = slices.Clone(rp.NewISR)
+					q.PartitionEpoch++
+					rs = append(rs, record{Partition: &q})
+					c.e.Log("isr-change", "partition", p.TopicPartition.String(), "isr", fmt.Sprintf("%v->%v", p.ISR, q.ISR), "partitionEpoch", q.PartitionEpoch)
+					p = q
+				}
+				// The answer carries the state the decision makes.
+				pr.LeaderID, pr.LeaderEpoch, pr.ISR, pr.PartitionEpoch = p.Leader, p.LeaderEpoch, slices.Clone(p.ISR), p.PartitionEpoch
+				tr.Partitions = append(tr.Partitions, pr)
+			}
+			resp.Topics = append(resp.Topics, tr)
+		}
+		return rs, respond
+	}}
+}
+
+func (c *Controller) allocateProducerIDs(r *rpc.Request, req *kmsg.AllocateProducerIDsRequest) decision {
+	resp := kmsg.NewPtrAllocateProducerIDsResponse()
+	return decision{refuse: notController(r, resp, func(code int16) { resp.ErrorCode = code }), decide: func() ([]record, func()) {
+		b := c.st.brokers[req.BrokerID]
+		if b == nil || b.Epoch != req.BrokerEpoch {
+			resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+			return nil, func() { r.Respond(resp) }
+		}
+		start := c.st.nextProducerID
+		return []record{{ProducerIDs: start + ProducerIDBlock}}, func() {
+			resp.ProducerIDStart, resp.ProducerIDLen = start, ProducerIDBlock
+			r.Respond(resp)
+		}
+	}}
+}
