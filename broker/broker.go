@@ -18,10 +18,13 @@ import (
 
 // Options configure one broker.
 type Options struct {
-	ID         int32
-	Controller string // the controller's address
-	ClusterID  string
-	Cluster    config.Cluster
+	ID int32
+	// Controllers are the controllers' addresses
+	// (controller.quorum.bootstrap.servers): the broker's requests go to
+	// the active one (controller_channel.go).
+	Controllers []string
+	ClusterID   string
+	Cluster     config.Cluster
 	// HighWatermarkCheckpointInterval is
 	// replica.high.watermark.checkpoint.interval.ms.
 	HighWatermarkCheckpointInterval time.Duration
@@ -34,7 +37,7 @@ type Broker struct {
 	e    env.Env
 	rt   *rpc.Router
 
-	controller  *rpc.Client
+	controller  *controllerChannel
 	incarnation [16]byte
 	brokerEpoch int64 // -1 until registered
 	registering bool
@@ -84,7 +87,7 @@ func (b *Broker) Start(e env.Env) {
 		b.incarnation[i] = byte(r.Uint64())
 	}
 	b.rt = rpc.NewRouter(e, rpc.NewServer(Versions, b.serve))
-	b.controller = rpc.NewClient(b.rt, b.opts.Controller, rpc.ClientOptions{ClientID: fmt.Sprintf("broker-%d", b.opts.ID), Speaks: controllerVersions})
+	b.controller = newControllerChannel(b, b.opts.Controllers)
 	e.Log("broker-start", "id", b.opts.ID)
 	b.register()
 	b.heartbeat()

@@ -43,7 +43,7 @@ func newCluster(t *testing.T, seed uint64, brokers int, cfg config.Cluster) *clu
 		name := fmt.Sprintf("broker-%d", i)
 		c.brokers = append(c.brokers, name)
 		w.AddNode(name, func() env.Process {
-			return broker.New(broker.Options{ID: int32(i), Controller: "controller", ClusterID: "sim", Cluster: cfg})
+			return broker.New(broker.Options{ID: int32(i), Controllers: []string{"controller"}, ClusterID: "sim", Cluster: cfg})
 		}).Start()
 	}
 	w.AddNode("client", func() env.Process { return &driver{} }).Start()

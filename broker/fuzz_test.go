@@ -233,7 +233,7 @@ func newFuzzWorld(t testing.TB) *fuzzWorld {
 	w := sim.New(sim.Options{Seed: 1})
 	w.AddNode("controller", func() env.Process { return controller.New(cfg) }).Start()
 	w.AddNode("broker-0", func() env.Process {
-		return broker.New(broker.Options{ID: 0, Controller: "controller", ClusterID: "fuzz", Cluster: cfg})
+		return broker.New(broker.Options{ID: 0, Controllers: []string{"controller"}, ClusterID: "fuzz", Cluster: cfg})
 	}).Start()
 	fw := &fuzzWorld{w: w, client: &fuzzClient{}}
 	w.AddNode("client", func() env.Process { return fw.client }).Start()

@@ -82,7 +82,7 @@ func buildCluster(s Scenario, o sim.Options, defects defect.Set) *cluster {
 		c.brokers = append(c.brokers, name)
 		id := int32(i)
 		c.w.AddNode(name, func() env.Process {
-			return broker.New(broker.Options{ID: id, Controller: controllerNode, ClusterID: "kafkasim", Cluster: cfg})
+			return broker.New(broker.Options{ID: id, Controllers: []string{controllerNode}, ClusterID: "kafkasim", Cluster: cfg})
 		}).Start()
 	}
 	return c

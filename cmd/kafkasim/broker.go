@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"net"
+	"strings"
 	"time"
 
 	"github.com/kafkasim/kafkasim/broker"
@@ -12,7 +14,7 @@ import (
 	"github.com/kafkasim/kafkasim/host"
 )
 
-const brokerUsage = `usage: kafkasim broker --id N [--listen ADDR] --data DIR [--controller ADDR] [cluster flags]
+const brokerUsage = `usage: kafkasim broker --id N [--listen ADDR] --data DIR [--controller ADDR[,ADDR...]] [cluster flags]
 
 Runs one broker on TCP until SIGTERM or SIGINT (a clean shutdown: logs
 flushed, high watermarks checkpointed; exit 0). After a crash (SIGKILL) it
@@ -28,7 +30,7 @@ func runBroker(args []string, stdout, stderr io.Writer) int {
 	id := fs.Int("id", -1, "broker id, 0 or more, unique in the cluster (required)")
 	listen := fs.String("listen", DefaultBrokerListen, "address to listen on and advertise to clients (port 0: any free port, printed on start)")
 	data := fs.String("data", "", "directory holding the broker's logs (required)")
-	ctl := fs.String("controller", DefaultControllerListen, "the controller's address")
+	ctl := fs.String("controller", DefaultControllerListen, "the controllers' addresses, comma separated (controller.quorum.bootstrap.servers): requests go to the active one")
 	clusterID := fs.String("cluster-id", DefaultClusterID, "cluster id reported to clients")
 	hwCheckpoint := 5 * time.Second
 	fs.Var(msFlag{&hwCheckpoint}, "replica.high.watermark.checkpoint.interval.ms", "how often high watermarks are written to disk")
@@ -48,11 +50,19 @@ func runBroker(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kafkasim broker: replica.high.watermark.checkpoint.interval.ms must be positive\n")
 		return 2
 	}
+	var controllers []string
+	for _, a := range strings.Split(*ctl, ",") {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			fmt.Fprintf(stderr, "kafkasim broker: --controller %s: %q: %v\n", *ctl, a, err)
+			return 2
+		}
+		controllers = append(controllers, a)
+	}
 	if err := checkAdvertisable(*listen); err != nil {
 		fmt.Fprintf(stderr, "kafkasim broker: --listen %s: %v\n", *listen, err)
 		return 2
 	}
-	opts := broker.Options{ID: int32(*id), Controller: *ctl, ClusterID: *clusterID, Cluster: cfg,
+	opts := broker.Options{ID: int32(*id), Controllers: controllers, ClusterID: *clusterID, Cluster: cfg,
 		HighWatermarkCheckpointInterval: hwCheckpoint}
 	return serveNode(stdout, stderr, fmt.Sprintf("broker %d", *id), host.Options{Listen: *listen, DataDir: *data},
 		func() env.Process { return broker.New(opts) })
