@@ -3,6 +3,7 @@ package quorum
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/kafkasim/kafkasim/broker/raft"
 	"github.com/kafkasim/kafkasim/broker/record"
@@ -168,7 +169,7 @@ func encodeRequest(m raft.Message, to int32, voters []int32) kmsg.Request {
 		req := kmsg.NewPtrFetchRequest()
 		req.ReplicaID = m.ReplicaID
 		req.ReplicaState.ID, req.ReplicaState.Epoch = m.ReplicaID, -1
-		req.MaxWaitMillis = 0 // answered at once: no long-polling
+		req.MaxWaitMillis = int32(m.MaxWait / time.Millisecond)
 		req.MinBytes = 0
 		req.MaxBytes = 8 << 20
 		req.SessionID, req.SessionEpoch = 0, -1 // sessionless
@@ -228,7 +229,7 @@ func decodeRequest(body kmsg.Request) (from int32, m raft.Message, ok bool) {
 		}
 		p := t.Partitions[0]
 		return id, raft.FetchRequest{ReplicaID: id, FetchOffset: p.FetchOffset, LastFetchedEpoch: p.LastFetchedEpoch,
-			CurrentLeaderEpoch: p.CurrentLeaderEpoch}, true
+			CurrentLeaderEpoch: p.CurrentLeaderEpoch, MaxWait: time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond}, true
 	}
 	return 0, nil, false
 }

@@ -43,9 +43,13 @@
 //     to the core with Receive. The core answers within that step, with a
 //     Send of the matching response to the sender; that Send becomes the
 //     rpc response of the request (after the effects before it, a
-//     PersistQuorumState included, are done). A request the core leaves
-//     unanswered (its sender is no voter, or names another id) gets an
-//     INVALID_REQUEST top-level error. A response-kind Send with no
+//     PersistQuorumState included, are done) — except a Fetch the leader
+//     has nothing for, which it holds (raft.Node.Parked: KafkaRaftClient's
+//     fetchPurgatory) until it appends or the fetch's MaxWaitMillis (500)
+//     passes; the runtime keeps that request, and the core's later
+//     FetchResponse to its sender answers it. A request the core leaves
+//     unanswered otherwise (its sender is no voter, or names another id)
+//     gets an INVALID_REQUEST top-level error. A response-kind Send with no
 //     request being served is dropped and traced (quorum-unmatched-response;
 //     the core never emits one).
 //   - Outbound. A request-kind Send becomes rpc.Client.Do to that voter
@@ -125,8 +129,6 @@
 // fetching the metadata log), voter changes (KIP-853: AddRaftVoter,
 // UpdateRaftVoter, directory ids are sent as zero), DescribeQuorum,
 // cluster id checks, endpoints in Vote/BeginQuorumEpoch/EndQuorumEpoch,
-// fetch long-polling (MaxWaitMillis 0: an empty fetch is answered at once
-// and the follower fetches again on its next tick), batching several
-// entries per batch, and a peer that negotiates Vote below v2 (a pre-vote
+// batching several entries per batch, and a peer that negotiates Vote below v2 (a pre-vote
 // would then go out as a real vote; every voter here speaks v2).
 package quorum

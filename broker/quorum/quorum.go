@@ -63,9 +63,13 @@ type Voter struct {
 	halted    bool           // a disk failure halted the process
 	pending   []*rpc.Request // served requests waiting for run
 	inbound   *rpc.Request   // the request whose Receive's effects are being applied
-	answered  bool
-	appended  bool // log appended since the last flush
-	flushArm  bool // a delayed flush is pending
+	from      int32          // its sender
+	// held are fetches the core holds (raft.Node.Parked), by the voter that
+	// sent them: a later step\'s FetchResponse to that voter answers it.
+	held     map[int32]*rpc.Request
+	answered bool
+	appended bool // log appended since the last flush
+	flushArm bool // a delayed flush is pending
 
 	delivered int64 // entries given to OnCommitted
 	lastHW    int64
@@ -240,10 +244,21 @@ func (v *Voter) serve(r *rpc.Request) {
 		r.Respond(errorResponse(r.Body, errUnknownTopic))
 		return
 	}
-	v.inbound, v.answered = r, false
+	v.inbound, v.from, v.answered = r, from, false
 	v.node.Receive(from, msg, v.e.Now())
 	v.apply(v.node.Ready())
-	if !v.answered && !v.halted {
+	switch {
+	case v.answered || v.halted:
+	case v.node.Parked(from):
+		// Held until the leader has records for it or its wait is over.
+		if old := v.held[from]; old != nil {
+			old.Respond(errorResponse(old.Body, errInvalidRequest)) // superseded
+		}
+		if v.held == nil {
+			v.held = map[int32]*rpc.Request{}
+		}
+		v.held[from] = r
+	default:
 		// The core ignored it (a sender that is not a voter, or names
 		// another id than its own).
 		r.Respond(errorResponse(r.Body, errInvalidRequest))
@@ -290,13 +305,17 @@ func (v *Voter) apply(effs []raft.Effect) {
 // request goes out on the peer's client, its answer fed back to the core.
 func (v *Voter) send(to int32, m raft.Message) {
 	if isResponse(m) {
-		r := v.inbound
-		if r == nil || v.answered || !answers(m, r.Header.Key) {
-			v.e.Log("quorum-unmatched-response", "to", to, "msg", m.String())
+		if r := v.inbound; r != nil && !v.answered && to == v.from && answers(m, r.Header.Key) {
+			v.answered = true
+			r.Respond(encodeResponse(m, r.Body, v.ids))
 			return
 		}
-		v.answered = true
-		r.Respond(encodeResponse(m, r.Body, v.ids))
+		if r := v.held[to]; r != nil && answers(m, r.Header.Key) {
+			delete(v.held, to)
+			r.Respond(encodeResponse(m, r.Body, v.ids))
+			return
+		}
+		v.e.Log("quorum-unmatched-response", "to", to, "msg", m.String())
 		return
 	}
 	c := v.client(to)

@@ -57,7 +57,15 @@
 //     fetcher's (last fetched epoch, offset) is not in its log; the
 //     follower truncates (KafkaMetadataLog.truncateToEndOffset) and
 //     fetches again. Stale epochs get FENCED_LEADER_EPOCH, newer ones
-//     UNKNOWN_LEADER_EPOCH, non-leaders NOT_LEADER_OR_FOLLOWER.
+//     UNKNOWN_LEADER_EPOCH, non-leaders NOT_LEADER_OR_FOLLOWER. A fetch
+//     the leader has nothing for it holds (Parked, KafkaRaftClient's
+//     fetchPurgatory) until it appends or the fetch's MaxWait
+//     (quorum.fetch.max.wait, 500ms) passes; a leader that stops leading
+//     answers what it holds NOT_LEADER_OR_FOLLOWER. A follower fetches
+//     again as soon as an answer is in and its log flushed, and sends a
+//     fetch again if none came within MaxWait plus the request timeout.
+//     Followers so learn a new high watermark with the next entry, or
+//     within MaxWait.
 //   - The high watermark is the largest offset a majority of voters holds,
 //     the leader counted by its flushed end, and moves only once past the
 //     start of the leader's epoch; it never moves back. A follower's is the
@@ -68,9 +76,10 @@
 //     place among its preferred successors.
 //
 // Not modelled: snapshots and FetchSnapshot, log start offsets, observers,
-// voter changes (KIP-853), DescribeQuorum, cluster ids, batching and
-// long-polling (an empty fetch answer is answered at once; the follower
-// fetches again on its next Tick).
+// voter changes (KIP-853), DescribeQuorum, cluster ids, batching.
+//
+// NextTick says when Tick next has something to do, so a runtime arms one
+// timer instead of polling; a lone voter that leads has none.
 //
 // Check names the first invariant a node breaks; the runtime asks after
 // every step. The transcripts under testdata drive a few nodes step by

@@ -1,6 +1,7 @@
 package raft
 
 import (
+	"time"
 	"fmt"
 	"strings"
 )
@@ -96,6 +97,9 @@ type FetchRequest struct {
 	FetchOffset        int64
 	LastFetchedEpoch   int32
 	CurrentLeaderEpoch int32
+	// MaxWait is how long the leader may hold a fetch it has nothing for
+	// (MaxWaitMs; 0 answers at once).
+	MaxWait time.Duration
 }
 
 // EpochEndOffset is FetchResponse's DivergingEpoch: the largest epoch at
@@ -165,7 +169,7 @@ func (m EndQuorumEpochResponse) String() string {
 }
 
 func (m FetchRequest) String() string {
-	return fmt.Sprintf("Fetch{replica=%d offset=%d last-epoch=%d current-epoch=%d}", m.ReplicaID, m.FetchOffset, m.LastFetchedEpoch, m.CurrentLeaderEpoch)
+	return fmt.Sprintf("Fetch{replica=%d offset=%d last-epoch=%d current-epoch=%d wait=%v}", m.ReplicaID, m.FetchOffset, m.LastFetchedEpoch, m.CurrentLeaderEpoch, m.MaxWait)
 }
 
 func (m FetchResponse) String() string {

@@ -137,6 +137,9 @@ type Node struct {
 	hasFetched    bool // a fetch succeeded since it began following, and the leader has not resigned
 	fetchInFlight bool
 	fetchSentAt   env.Time
+	// Leader: fetches it has nothing for, held until it appends or their
+	// MaxWait passes (KafkaRaftClient's fetchPurgatory), by voter.
+	parked map[int32]parkedFetch
 
 	// Leader and Resigned.
 	leaderEpoch int32
@@ -277,6 +280,45 @@ func (n *Node) clearRoleState() {
 	n.backingOff, n.granted, n.rejected = false, nil, nil
 	n.fetchInFlight, n.hasFetched = false, false
 	n.remotes = nil
+	// A held fetch is answered: this node no longer leads the epoch it was
+	// sent in (fetchPurgatory.completeAllExceptionally).
+	for _, id := range n.parkedIDs() {
+		m := n.parked[id].req
+		delete(n.parked, id)
+		n.send(id, FetchResponse{ErrorCode: NotLeaderOrFollower, LeaderEpoch: n.epoch, LeaderID: n.leader, HighWatermark: -1,
+			FetchOffset: m.FetchOffset, LastFetchedEpoch: m.LastFetchedEpoch})
+	}
+}
+
+// parkedFetch is a fetch the leader holds.
+type parkedFetch struct {
+	req   FetchRequest
+	until env.Time
+}
+
+func (n *Node) parkedIDs() []int32 {
+	ids := make([]int32, 0, len(n.parked))
+	for id := range n.parked {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Parked reports whether the leader holds a fetch from voter id: the
+// runtime keeps that request until the core answers it.
+func (n *Node) Parked(id int32) bool { _, ok := n.parked[id]; return ok }
+
+// answerParked answers the held fetches that now have records (after an
+// append) or whose wait is over (at a tick).
+func (n *Node) answerParked(now env.Time) {
+	for _, id := range n.parkedIDs() {
+		pf := n.parked[id]
+		if pf.req.FetchOffset < n.LogEnd() || !now.Before(pf.until) {
+			delete(n.parked, id)
+			n.send(id, n.fetchAnswer(id, pf.req))
+		}
+	}
 }
 
 // bumpTo moves to a higher epoch seen in a message: no vote, no leader yet.
@@ -499,7 +541,7 @@ func (n *Node) Tick(now env.Time) {
 			n.becomeProspective(now)
 			return
 		}
-		if n.fetchInFlight && now.Sub(n.fetchSentAt) >= n.cfg.FetchMaxWait {
+		if n.fetchInFlight && now.Sub(n.fetchSentAt) >= n.fetchGiveUp() {
 			n.fetchInFlight = false
 		}
 		n.maybeFetch(now)
@@ -508,6 +550,7 @@ func (n *Node) Tick(now env.Time) {
 		if n.role != Leader {
 			return
 		}
+		n.answerParked(now)
 		for _, v := range n.others() {
 			r := n.remotes[v]
 			if !r.acked && now.Sub(r.sentAt) >= n.cfg.RequestTimeout {
@@ -533,8 +576,8 @@ func (n *Node) Tick(now env.Time) {
 
 // NextTick is the earliest time Tick may have something to do, so that a
 // runtime need not call it more often: a deadline of the role's timers, or
-// now plus poll where the node keeps no single deadline (a follower's
-// fetch loop, a resigned leader's resends). The only voter, leading, has
+// now plus poll where the node keeps no single deadline (a resigned
+// leader's resends). The only voter, leading, has
 // no timer at all: the zero Time says never.
 func (n *Node) NextTick(now env.Time, poll time.Duration) env.Time {
 	soon := now.Add(poll)
@@ -564,8 +607,20 @@ func (n *Node) NextTick(now env.Time, poll time.Duration) env.Time {
 				consider(r.sentAt.Add(n.cfg.RequestTimeout))
 			}
 		}
+		for _, pf := range n.parked {
+			consider(pf.until)
+		}
 		if next == 0 {
 			return soon // every voter already past: the next fetch decides
+		}
+		return next
+	case Follower:
+		next := n.fetchDeadline
+		switch {
+		case n.fetchInFlight:
+			next = min(next, n.fetchSentAt.Add(n.fetchGiveUp()))
+		case n.flushed == n.LogEnd():
+			next = min(next, now.Add(n.cfg.RetryBackoff)) // an answer with an error: fetch again soon
 		}
 		return next
 	}
@@ -624,6 +679,9 @@ func (n *Node) Propose(data []byte) (int64, error) {
 func (n *Node) appendEntry(e Entry) {
 	n.log = append(n.log, e)
 	n.emit(AppendLog{Entries: []Entry{e}})
+	if n.role == Leader {
+		n.answerParked(n.now)
+	}
 }
 
 // Receive is message msg from voter from arriving at now.
@@ -802,6 +860,24 @@ func (n *Node) onFetch(from int32, m FetchRequest, now env.Time) {
 	}
 	r := n.remotes[from]
 	r.lastFetch, r.acked = now, true
+	resp := n.fetchAnswer(from, m)
+	if len(resp.Records) == 0 && resp.DivergingEpoch == nil && m.MaxWait > 0 {
+		// Nothing to send: hold it until an append or MaxWait (the leader's
+		// fetchPurgatory, completed when the log end passes its offset).
+		if n.parked == nil {
+			n.parked = map[int32]parkedFetch{}
+		}
+		n.parked[from] = parkedFetch{req: m, until: now.Add(m.MaxWait)}
+		return
+	}
+	n.send(from, resp)
+}
+
+// fetchAnswer is the leader's answer to a valid fetch: a divergence, or the
+// records from its offset (the follower's end counted toward the high
+// watermark), and the high watermark.
+func (n *Node) fetchAnswer(from int32, m FetchRequest) FetchResponse {
+	r := n.remotes[from]
 	resp := FetchResponse{LeaderEpoch: n.epoch, LeaderID: n.cfg.ID, FetchOffset: m.FetchOffset, LastFetchedEpoch: m.LastFetchedEpoch}
 	if e := endOffsetForEpoch(n.log, m.LastFetchedEpoch); m.FetchOffset > e.EndOffset || m.LastFetchedEpoch != e.Epoch {
 		resp.DivergingEpoch = &e
@@ -815,7 +891,7 @@ func (n *Node) onFetch(from int32, m FetchRequest, now env.Time) {
 		resp.Records = slices.Clone(recs)
 	}
 	resp.HighWatermark = n.hw
-	n.send(from, resp)
+	return resp
 }
 
 // maybeAdvanceHW is LeaderState.maybeUpdateHighWatermark: the largest
@@ -870,7 +946,8 @@ func (n *Node) onFetchResponse(from int32, m FetchResponse, now env.Time) {
 		n.hw = hw
 	}
 	// With records, the next fetch goes once they are flushed (Flushed);
-	// without, on the next Tick.
+	// without, at once: the leader holds it until it has something.
+	n.maybeFetch(now)
 }
 
 // truncateToEndOffset is KafkaMetadataLog.truncateToEndOffset: cut to the
@@ -904,5 +981,10 @@ func (n *Node) maybeFetch(now env.Time) {
 	}
 	n.fetchInFlight, n.fetchSentAt = true, now
 	n.send(n.leader, FetchRequest{ReplicaID: n.cfg.ID, FetchOffset: n.flushed,
-		LastFetchedEpoch: n.lastEpoch(n.flushed), CurrentLeaderEpoch: n.epoch})
+		LastFetchedEpoch: n.lastEpoch(n.flushed), CurrentLeaderEpoch: n.epoch, MaxWait: n.cfg.FetchMaxWait})
 }
+
+// fetchGiveUp is how long a follower waits for a fetch's answer before it
+// sends another: the leader may hold it for FetchMaxWait, and the request
+// times out after quorum.request.timeout.ms on top.
+func (n *Node) fetchGiveUp() time.Duration { return n.cfg.FetchMaxWait + n.cfg.RequestTimeout }
