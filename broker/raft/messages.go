@@ -1,9 +1,9 @@
 package raft
 
 import (
-	"time"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // ErrorCode is a Kafka protocol error code, with Kafka's numbers.
