@@ -86,7 +86,7 @@ func (k *Kind) UnmarshalText(b []byte) error {
 //	+1s crash leader of orders/0 as $1      Target, Tag
 //	+1s power-loss torn n2                  Target, Torn
 //	+4s start $1                            Target (start, restart, pause, resume, isolate alike)
-//	+2s partition [n1, the controller] [n2] Groups; nodes in no group form one more
+//	+2s partition [n1, the active controller] [n2] Groups; nodes in no group form one more
 //	+2s cut n1 <-> n2                       Target, Peer (cut-one-way: n1 -> n2)
 //	+6s heal                                (nothing)
 //	+3s clog n1 <-> n2 for 2s               Target, Peer (optional), For

@@ -17,7 +17,11 @@
 //     Resolver the scenario runner implements over the live cluster; this
 //     package never imports the broker. A tag ("as $1") names the node an
 //     action hit, so the start that undoes a crash of "the leader" boots the
-//     node that was crashed, not whoever leads now.
+//     node that was crashed, not whoever leads now. The controller roles:
+//     "the active controller" (the metadata quorum's leader when the action
+//     fires; "the controller" parses as it too) and "a controller" (any
+//     voter); the nemesis takes at most one controller down per episode, a
+//     minority of a quorum of three or five.
 //   - An action may be a trigger: "when P [on S] within W:" arms it at its
 //     time, and it fires right after the event in which a process hit the
 //     coverage probe P (package probe) about subject S, no later than W; a
@@ -44,7 +48,7 @@
 // A schedule as it prints:
 //
 //	+2.5s crash leader of orders/0 as $1
-//	+4s partition [n1, the controller] [n2, n3]
+//	+4s partition [n1, the active controller] [n2, n3]
 //	+9s heal
 //	+9.5s start $1
 //	+11s delay-frame EndTxn a client -> the transaction coordinator of tx-1 by 1.5s x1

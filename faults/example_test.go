@@ -34,19 +34,19 @@ func ExampleParseSchedule() {
 
 func ExampleGenerate() {
 	o := faults.Options{
-		Duration:   30 * time.Second,
-		Brokers:    []string{"b1", "b2", "b3"},
-		Controller: "controller",
-		Clients:    []string{"producer"},
-		Partitions: []faults.TopicPartition{{Topic: "orders", Partition: 0}},
-		Triggers:   []faults.Trigger{{Probe: "produce-acknowledged-before-replication", On: "orders/0"}},
+		Duration:    30 * time.Second,
+		Brokers:     []string{"b1", "b2", "b3"},
+		Controllers: []string{"controller"},
+		Clients:     []string{"producer"},
+		Partitions:  []faults.TopicPartition{{Topic: "orders", Partition: 0}},
+		Triggers:    []faults.Trigger{{Probe: "produce-acknowledged-before-replication", On: "orders/0"}},
 	}
 	class := faults.MustParseClass("crash,network")
 	s := faults.Generate(env.NewRand(8).Fork("faults"), class, o)
 	fmt.Print(s)
 	fmt.Println(class.Check(s, o))
 	// Output:
-	// +1s cut-one-way the controller -> leader of orders/0
+	// +1s cut-one-way the active controller -> leader of orders/0
 	// +3.5s heal
 	// +3.7s partition [leader of orders/0, producer]
 	// +12.3s heal

@@ -18,7 +18,7 @@ func cluster() faults.Options {
 	return faults.Options{
 		Duration:         60 * time.Second,
 		Brokers:          []string{"b1", "b2", "b3"},
-		Controller:       "controller",
+		Controllers:      []string{"controller"},
 		Clients:          []string{"c1", "c2"},
 		Sink:             "sink",
 		Partitions:       []faults.TopicPartition{{Topic: "orders", Partition: 0}, {Topic: "orders", Partition: 1}},
@@ -30,7 +30,7 @@ func cluster() faults.Options {
 func nodesOf(o faults.Options) []string {
 	var ns []string
 	ns = append(ns, o.Brokers...)
-	ns = append(ns, o.Controller)
+	ns = append(ns, o.Controllers...)
 	ns = append(ns, o.Clients...)
 	return append(ns, o.Sink)
 }
@@ -105,7 +105,9 @@ func (r *roles) Resolve(t faults.Target, rnd *env.Rand) (string, bool) {
 		}
 		return fs[rnd.Intn(len(fs))], true
 	case faults.RoleController:
-		return r.o.Controller, true
+		return r.o.Controllers[0], true
+	case faults.RoleAnyController:
+		return r.o.Controllers[rnd.Intn(len(r.o.Controllers))], true
 	case faults.RoleGroupCoordinator, faults.RoleTxnCoordinator:
 		return r.o.Brokers[1], true
 	case faults.RoleRandomBroker:

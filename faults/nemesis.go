@@ -27,10 +27,14 @@ type Options struct {
 	// it ends; HealAll then lifts anything left and the drain phase starts.
 	Duration time.Duration
 
-	Brokers    []string
-	Controller string // "" if the cluster has no separate controller node
-	Clients    []string
-	Sink       string // "" if the workload has no sink store
+	Brokers []string
+	// Controllers are the controller nodes, the quorum's voters (none if
+	// the cluster has no separate controller). Faults aim at "the active
+	// controller" and, with more than one, at "a controller"; an episode
+	// takes at most one down, a minority of any quorum of three or five.
+	Controllers []string
+	Clients     []string
+	Sink        string // "" if the workload has no sink store
 
 	// Partitions, Groups and TransactionalIDs are what the roles "leader
 	// of", "a follower of", "the group coordinator of" and "the transaction
@@ -219,8 +223,11 @@ func newGenerator(c Class, o Options, faulty func(n int) []string) *generator {
 		g.brokerRoles = append(g.brokerRoles, RandomBroker())
 	}
 	var controller, client, sink []Target
-	if o.Controller != "" {
+	if len(o.Controllers) > 0 {
 		controller = []Target{Controller()}
+	}
+	if len(o.Controllers) > 1 {
+		controller = append(controller, AnyController())
 	}
 	if len(o.Clients) > 0 {
 		client = []Target{AnyClient()}
@@ -233,7 +240,7 @@ func newGenerator(c Class, o Options, faulty func(n int) []string) *generator {
 	g.pausable = slices.Concat(g.brokerRoles, controller, client)
 	g.clockable = slices.Concat(g.brokerRoles, controller, client, sink)
 	g.reachable = g.crashable
-	g.named = slices.Concat(o.Brokers, nonEmpty(o.Controller), o.Clients, nonEmpty(o.Sink))
+	g.named = slices.Concat(o.Brokers, o.Controllers, o.Clients, nonEmpty(o.Sink))
 	g.linkable = slices.Clone(g.reachable)
 	for _, n := range g.named {
 		g.linkable = append(g.linkable, Node(n))
@@ -316,7 +323,7 @@ func (g *generator) can(name string) bool {
 	case "crash-leader-then-successor-on-truncation":
 		return slices.ContainsFunc(g.o.Triggers, isTruncation)
 	case "followers-cut-then-leader-isolated-on-catch-up":
-		return len(g.catchUp) > 0 && g.o.Controller != ""
+		return len(g.catchUp) > 0 && len(g.o.Controllers) > 0
 	case "delay-txn-request-on-trigger":
 		return len(g.o.TransactionalIDs) > 0 && g.offers(probe.TransactionAwaitingCommit)
 	}
@@ -662,7 +669,7 @@ func (g *generator) drawGroups(c chooser) [][]Target {
 			return [][]Target{side}
 		}
 	case 3:
-		if len(g.o.Partitions) > 0 && g.o.Controller != "" {
+		if len(g.o.Partitions) > 0 && len(g.o.Controllers) > 0 {
 			tp := pick(c, g.o.Partitions)
 			side := []Target{Leader(tp.Topic, tp.Partition), Controller()}
 			for _, n := range g.o.Clients {
@@ -679,8 +686,14 @@ func (g *generator) drawGroups(c chooser) [][]Target {
 				minority = append(minority, Node(brokers[i]))
 				brokers = slices.Delete(brokers, i, i+1)
 			}
-			if g.o.Controller != "" && c.intn(2) == 1 {
-				minority = append(minority, Node(g.o.Controller))
+			if len(g.o.Controllers) > 0 && c.intn(2) == 1 {
+				// One controller with the broker minority: a quorum's
+				// minority too (its only one, for a quorum of one).
+				ctl := g.o.Controllers[0]
+				if len(g.o.Controllers) > 1 {
+					ctl = pick(c, g.o.Controllers)
+				}
+				minority = append(minority, Node(ctl))
 			}
 			return [][]Target{minority}
 		}

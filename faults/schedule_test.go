@@ -23,11 +23,11 @@ const everyKind = `
 +2.5s restart the group coordinator of billing
 +3s pause the transaction coordinator of tx-1 as $p
 +3.5s resume $p
-+4s partition [b1, the controller] [a random broker]
++4s partition [b1, the active controller] [a random broker]
 +5s heal
 +5s isolate a client
 +6s cut b1 <-> b2
-+6.5s cut-one-way leader of orders/0 -> the controller
++6.5s cut-one-way leader of orders/0 -> the active controller
 +7s heal
 +7s clog b1 for 2s
 +7s clog b1 <-> sink for 1.5s
@@ -77,7 +77,7 @@ func TestScheduleRoundTripsThroughJSON(t *testing.T) {
 func TestSavedScheduleLooksLikeThis(t *testing.T) {
 	s := mustParse(t, `
 +2.5s crash leader of orders/0 as $1
-+4s partition [b1, the controller] [b2, b3]
++4s partition [b1, the active controller] [b2, b3]
 +9s heal
 +9.5s start $1
 +11s delay-frame Produce a client -> leader of orders/0 by 1.5s x1
@@ -88,7 +88,7 @@ func TestSavedScheduleLooksLikeThis(t *testing.T) {
 	require.NoError(t, s.Save(&buf))
 	require.Equal(t, `[
   {"at":"2.5s","kind":"crash","target":"leader of orders/0","tag":"1"},
-  {"at":"4s","kind":"partition","groups":[["b1","the controller"],["b2","b3"]]},
+  {"at":"4s","kind":"partition","groups":[["b1","the active controller"],["b2","b3"]]},
   {"at":"9s","kind":"heal"},
   {"at":"9.5s","kind":"start","target":"$1"},
   {"at":"11s","kind":"delay-frame","target":"a client","peer":"leader of orders/0","by":"1.5s","count":1,"frame":"Produce"},
@@ -154,7 +154,8 @@ func TestTargetsParseFromTheirPhrases(t *testing.T) {
 		{"leader of orders/12", faults.Leader("orders", 12)},
 		{"leader of my.topic-v2/0", faults.Leader("my.topic-v2", 0)},
 		{"a follower of orders/0", faults.Follower("orders", 0)},
-		{"the controller", faults.Controller()},
+		{"the active controller", faults.Controller()},
+		{"a controller", faults.AnyController()},
 		{"the group coordinator of billing", faults.GroupCoordinator("billing")},
 		{"the transaction coordinator of tx-1", faults.TxnCoordinator("tx-1")},
 		{"a random broker", faults.RandomBroker()},
@@ -165,6 +166,10 @@ func TestTargetsParseFromTheirPhrases(t *testing.T) {
 		require.Equal(t, c.want, got)
 		require.Equal(t, c.phrase, got.String())
 	}
+	// Schedules saved before the controller became a quorum say "the controller".
+	got, err := faults.ParseTarget("the controller")
+	require.NoError(t, err)
+	require.Equal(t, faults.Controller(), got)
 }
 
 func TestActionsFireInTimeOrderWhateverTheirOrderInTheFile(t *testing.T) {

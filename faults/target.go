@@ -17,12 +17,13 @@ const (
 	RoleTag                              // the node an earlier action resolved to: "$1"
 	RoleLeader                           // "leader of orders/0"
 	RoleFollower                         // "a follower of orders/0"
-	RoleController                       // "the controller"
+	RoleController                       // "the active controller" (also parsed: "the controller")
 	RoleGroupCoordinator                 // "the group coordinator of billing"
 	RoleTxnCoordinator                   // "the transaction coordinator of tx-1"
 	RoleRandomBroker                     // "a random broker"
 	RoleClient                           // "a client"
 	RoleProbed                           // "the probed node": the node whose probe hit fired a trigger
+	RoleAnyController                    // "a controller": one of the quorum's, chosen when the action fires
 )
 
 // Target is a node, named or found by role when its action fires. It prints
@@ -57,8 +58,13 @@ func Follower(topic string, partition int32) Target {
 	return Target{Role: RoleFollower, Topic: topic, Partition: partition}
 }
 
-// Controller targets the active controller.
+// Controller targets the active controller: the quorum's leader, when the
+// action fires.
 func Controller() Target { return Target{Role: RoleController} }
+
+// AnyController targets one of the controllers, chosen when the action
+// fires.
+func AnyController() Target { return Target{Role: RoleAnyController} }
 
 // GroupCoordinator targets the coordinator of a consumer group.
 func GroupCoordinator(group string) Target { return Target{Role: RoleGroupCoordinator, Name: group} }
@@ -94,7 +100,9 @@ func (t Target) String() string {
 	case RoleFollower:
 		return fmt.Sprintf("a follower of %s/%d", t.Topic, t.Partition)
 	case RoleController:
-		return "the controller"
+		return "the active controller"
+	case RoleAnyController:
+		return "a controller"
 	case RoleGroupCoordinator:
 		return "the group coordinator of " + t.Name
 	case RoleTxnCoordinator:
@@ -127,8 +135,10 @@ func ParseTarget(s string) (Target, error) {
 	switch {
 	case len(words) == 0:
 		return Target{}, fmt.Errorf("faults: empty target")
-	case phrase == "the controller":
+	case phrase == "the active controller" || phrase == "the controller":
 		t = Controller()
+	case phrase == "a controller":
+		t = AnyController()
 	case phrase == "a random broker":
 		t = RandomBroker()
 	case phrase == "a client":
@@ -215,7 +225,7 @@ func (t Target) validate() error {
 		if !validName(t.Name) {
 			return bad("transactional id", t.Name)
 		}
-	case RoleController, RoleRandomBroker, RoleClient, RoleProbed:
+	case RoleController, RoleAnyController, RoleRandomBroker, RoleClient, RoleProbed:
 	default:
 		return fmt.Errorf("faults: unknown role %d", t.Role)
 	}

@@ -63,6 +63,9 @@ type Scenario struct {
 
 // Cluster is the broker side.
 type Cluster struct {
+	// Controllers is how many controllers the metadata quorum has: 1, 3
+	// or 5 voters, of which the leader is the active controller.
+	Controllers                      int    `json:"controllers"`
 	Brokers                          int    `json:"brokers"`
 	ReplicationFactor                int    `json:"replication.factor"`
 	MinInsyncReplicas                int    `json:"min.insync.replicas"`
@@ -147,7 +150,7 @@ func (s Scenario) FaultClass() (faults.Class, error) { return faults.ParseClass(
 func Defaults() Scenario {
 	return Scenario{
 		Cluster: Cluster{
-			Brokers: 3, ReplicationFactor: 3, MinInsyncReplicas: 2, Partitions: 1, ReplicaLagTimeMaxMs: 10000,
+			Controllers: 1, Brokers: 3, ReplicationFactor: 3, MinInsyncReplicas: 2, Partitions: 1, ReplicaLagTimeMaxMs: 10000,
 			KIP101LeaderEpochTruncation: true, KIP320FetchEpochValidation: true,
 			TransactionPartitionVerification: true, KIP890EpochBumpPerTransaction: true,
 		},
@@ -250,6 +253,8 @@ func (s Scenario) Validate() error {
 		}
 	}
 	switch {
+	case c.Controllers != 1 && c.Controllers != 3 && c.Controllers != 5:
+		return bad("controllers %d: a quorum has 1, 3 or 5 voters", c.Controllers)
 	case c.Brokers < 1 || c.Brokers > 9:
 		return bad("brokers %d outside [1, 9]", c.Brokers)
 	case c.ReplicationFactor < 1 || c.ReplicationFactor > c.Brokers:

@@ -69,7 +69,7 @@ func (s Scenario) checkSchedule(sched faults.Schedule) error {
 
 // nodeNames are the nodes a run of s has, as fault schedules name them.
 func (s Scenario) nodeNames() []string {
-	names := []string{controllerNode}
+	names := controllerNames(s.Cluster.Controllers)
 	for i := range s.Cluster.Brokers {
 		names = append(names, brokerNode(i))
 	}

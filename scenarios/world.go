@@ -58,12 +58,13 @@ func (s Scenario) clusterConfig() config.Cluster {
 
 // cluster is a scenario's world and its cast.
 type cluster struct {
-	w       *sim.World
-	s       Scenario
-	cfg     config.Cluster
-	brokers []string
-	clients []string // producer and consumer application nodes
-	hasSink bool
+	w           *sim.World
+	controllers []string // the controller nodes (controllerNames)
+	s           Scenario
+	cfg         config.Cluster
+	brokers     []string
+	clients     []string // producer and consumer application nodes
+	hasSink     bool
 	// faults is the installed fault schedule; measure fills the result's
 	// history, power and probes (set by Run).
 	faults  *faults.Installation
@@ -76,22 +77,59 @@ func buildCluster(s Scenario, o sim.Options, defects defect.Set) *cluster {
 	c := &cluster{w: sim.New(o), s: s, cfg: s.clusterConfig()}
 	c.cfg.Defects = defects
 	cfg := c.cfg
-	c.w.AddNode(controllerNode, func() env.Process { return controller.New(cfg) }).Start()
+	c.controllers = controllerNames(s.Cluster.Controllers)
+	if len(c.controllers) == 1 {
+		c.w.AddNode(controllerNode, func() env.Process { return controller.New(cfg) }).Start()
+	} else {
+		voters := map[int32]string{}
+		for i, name := range c.controllers {
+			voters[controller.ID+int32(i)] = name
+		}
+		for i, name := range c.controllers {
+			o := controller.Options{NodeID: controller.ID + int32(i), Voters: voters}
+			c.w.AddNode(name, func() env.Process { return controller.NewVoter(cfg, o) }).Start()
+		}
+	}
 	for i := range s.Cluster.Brokers {
 		name := brokerNode(i)
 		c.brokers = append(c.brokers, name)
 		id := int32(i)
 		c.w.AddNode(name, func() env.Process {
-			return broker.New(broker.Options{ID: id, Controllers: []string{controllerNode}, ClusterID: "kafkasim", Cluster: cfg})
+			return broker.New(broker.Options{ID: id, Controllers: c.controllers, ClusterID: "kafkasim", Cluster: cfg})
 		}).Start()
 	}
 	return c
 }
 
-// image is the cluster as the controller sees it, or, while the controller
-// is down, as the first running broker last heard.
+// controllerNames are the controller nodes of a quorum of n: "controller"
+// alone, else "controller-0" and on.
+func controllerNames(n int) []string {
+	if n <= 1 {
+		return []string{controllerNode}
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-%d", controllerNode, i)
+	}
+	return names
+}
+
+// activeController is the controller the cluster's metadata comes from:
+// the active one; a controller alone in its quorum while it runs.
+func (c *cluster) activeController() (*controller.Controller, string) {
+	for _, name := range c.controllers {
+		ctl, ok := c.w.Node(name).Process().(*controller.Controller)
+		if ok && (ctl.Active() || len(c.controllers) == 1) {
+			return ctl, name
+		}
+	}
+	return nil, ""
+}
+
+// image is the cluster as the active controller sees it, or, while there
+// is none, as the first running broker last heard.
 func (c *cluster) image() *metadata.Image {
-	if ctl, ok := c.w.Node(controllerNode).Process().(*controller.Controller); ok {
+	if ctl, _ := c.activeController(); ctl != nil {
 		if img := ctl.Image(); img != nil {
 			return img
 		}
@@ -107,7 +145,7 @@ func (c *cluster) image() *metadata.Image {
 // partition is tp as image would find it, without copying the
 // controller's image: for reading only.
 func (c *cluster) partition(tp metadata.TopicPartition) (metadata.Partition, bool) {
-	if ctl, ok := c.w.Node(controllerNode).Process().(*controller.Controller); ok && ctl.Loaded() {
+	if ctl, _ := c.activeController(); ctl != nil && ctl.Loaded() {
 		return ctl.Partition(tp)
 	}
 	for _, b := range c.brokers {
@@ -162,7 +200,13 @@ func (c *cluster) Resolve(t faults.Target, r *env.Rand) (string, bool) {
 		}
 		return pick(fs)
 	case faults.RoleController:
-		return controllerNode, true
+		if len(c.controllers) == 1 {
+			return controllerNode, true
+		}
+		_, name := c.activeController()
+		return name, name != ""
+	case faults.RoleAnyController:
+		return pick(c.controllers)
 	case faults.RoleGroupCoordinator:
 		return leader(partition(metadata.OffsetsTopic, t.Name, metadata.TopicPartition{}))
 	case faults.RoleTxnCoordinator:
@@ -183,7 +227,7 @@ func (c *cluster) Resolve(t faults.Target, r *env.Rand) (string, bool) {
 
 // faultNodes lists every node faults may touch, for HealAll.
 func (c *cluster) faultNodes() []string {
-	nodes := append([]string{controllerNode}, c.brokers...)
+	nodes := slices.Concat(c.controllers, c.brokers)
 	if c.hasSink {
 		nodes = append(nodes, sinkNode)
 	}
@@ -193,11 +237,11 @@ func (c *cluster) faultNodes() []string {
 // nemesisOptions tell the nemesis the cast and the roles it may aim at.
 func (c *cluster) nemesisOptions(topics []string, duration time.Duration) faults.Options {
 	o := faults.Options{
-		Duration:   duration,
-		Brokers:    slices.Clone(c.brokers),
-		Controller: controllerNode,
-		Clients:    slices.Clone(c.clients),
-		RateScale:  c.s.FaultsRate,
+		Duration:    duration,
+		Brokers:     slices.Clone(c.brokers),
+		Controllers: slices.Clone(c.controllers),
+		Clients:     slices.Clone(c.clients),
+		RateScale:   c.s.FaultsRate,
 	}
 	if c.hasSink {
 		o.Sink = sinkNode
