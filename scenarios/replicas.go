@@ -43,6 +43,7 @@ func (c *cluster) sampleReplicas(rec *history.Recorder, until env.Time) {
 // reads a log, with its own high watermark and whether its leader counts it
 // in the ISR: the checkers' replica agreement works from these.
 func (c *cluster) readReplicas(rec *history.Recorder, read replicaReader) error {
+	c.checkControllersAgree()
 	img := c.image()
 	if img == nil {
 		return nil
@@ -76,6 +77,7 @@ func (c *cluster) readReplicas(rec *history.Recorder, read replicaReader) error 
 					}
 				}
 			}
+			checkOneLeaderPerEpoch(tp, states)
 			isr := p.ISR
 			if leader >= 0 {
 				isr = states[leader].ISR

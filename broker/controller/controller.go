@@ -68,6 +68,11 @@ type Controller struct {
 	queue    []decision
 	awaiting *awaitingCommit
 	deciding bool // next is running
+
+	// chain is a running digest of the entries applied, one per entry:
+	// chain[i] covers entries 0..i, so two controllers applied the same
+	// prefix exactly when their chains agree where both reach (Applied).
+	chain []uint64
 }
 
 // New returns a controller alone in its quorum, with node id ID.
@@ -90,6 +95,7 @@ func (c *Controller) Start(e env.Env) {
 	c.push = map[int32]*pusher{}
 	c.role, c.leaderEpoch, c.active = raft.Unattached, -1, false
 	c.queue, c.awaiting, c.deciding = nil, nil, false
+	c.chain = nil
 	c.rt = rpc.NewRouter(e, rpc.NewServer(Versions, c.serve))
 	voters := c.opts.Voters
 	if voters == nil {
@@ -122,6 +128,7 @@ func (c *Controller) Closed(id env.ConnID)                 { c.rt.Closed(id) }
 // on the active one it then lets the decision that proposed it finish and
 // tells the brokers.
 func (c *Controller) committed(en raft.Entry) {
+	c.extendChain(en)
 	if en.LeaderChange {
 		if c.role == raft.Leader && en.Epoch == c.leaderEpoch && !c.active {
 			c.activate()
@@ -208,6 +215,33 @@ func (c *Controller) tick() {
 		}
 	}
 }
+
+// extendChain folds one applied entry into the digest chain (FNV-1a over
+// the previous digest, the entry's offset, epoch, kind and data).
+func (c *Controller) extendChain(en raft.Entry) {
+	h := uint64(14695981039346656037)
+	if n := len(c.chain); n > 0 {
+		h = c.chain[n-1]
+	}
+	mix := func(b byte) { h = (h ^ uint64(b)) * 1099511628211 }
+	for _, v := range []uint64{uint64(en.Offset), uint64(en.Epoch)} {
+		for i := range 8 {
+			mix(byte(v >> (8 * i)))
+		}
+	}
+	if en.LeaderChange {
+		mix(1)
+	}
+	for _, b := range en.Data {
+		mix(b)
+	}
+	c.chain = append(c.chain, h)
+}
+
+// Applied is the digest chain of the entries this controller has applied,
+// in offset order (for the harness's agreement check: every controller's
+// applied metadata is a prefix of the one committed log). Read only.
+func (c *Controller) Applied() []uint64 { return c.chain }
 
 // Image returns the controller's current view (for tests and the harness),
 // or nil before the process has started.

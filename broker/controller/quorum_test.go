@@ -134,5 +134,9 @@ func TestThreeControllersAgreeAndOneDecides(t *testing.T) {
 	q.w.Node(first).Start()
 	require.NoError(t, q.w.RunFor(3*time.Second))
 	require.True(t, q.controller(first).Registered(0), "the restarted controller replayed the log")
+	a, b := q.controller(first).Applied(), q.controller(second).Applied()
+	n := min(len(a), len(b))
+	require.Positive(t, n)
+	require.Equal(t, a[:n], b[:n], "both applied the same entries")
 	require.Equal(t, second, q.active(), "the restart did not unseat the active controller")
 }
