@@ -21,43 +21,8 @@ import (
 // registration from the log, fences a broker that then goes silent and
 // moves its leadership, as the old one would have.
 func TestBrokersFollowTheActiveControllerAcrossAFailover(t *testing.T) {
-	w := sim.New(sim.Options{Seed: 11})
-	cfg := config.Default()
-	voters := map[int32]string{}
-	var ctls []string
-	for i := range 3 {
-		name := fmt.Sprintf("controller-%d", i)
-		ctls = append(ctls, name)
-		voters[controller.ID+int32(i)] = name
-	}
-	for i, name := range ctls {
-		o := controller.Options{NodeID: controller.ID + int32(i), Voters: voters}
-		w.AddNode(name, func() env.Process { return controller.NewVoter(cfg, o) }).Start()
-	}
-	var brokers []string
-	for i := range 3 {
-		name := fmt.Sprintf("broker-%d", i)
-		brokers = append(brokers, name)
-		w.AddNode(name, func() env.Process {
-			return broker.New(broker.Options{ID: int32(i), Controllers: ctls, ClusterID: "sim", Cluster: cfg})
-		}).Start()
-	}
-	w.AddNode("client", func() env.Process { return &driver{} }).Start()
-	active := func() *controller.Controller {
-		for _, n := range ctls {
-			if c, ok := w.Node(n).Process().(*controller.Controller); ok && c.Active() {
-				return c
-			}
-		}
-		return nil
-	}
-	allLive := func() bool {
-		c := active()
-		return c != nil && !c.Fenced(0) && !c.Fenced(1) && !c.Fenced(2)
-	}
-	ok, err := w.RunWhile(func() bool { return !allLive() }, 30*time.Second)
-	require.NoError(t, err)
-	require.True(t, ok, "every broker registered and unfenced at an active controller")
+	q := newQuorumCluster(t, 11)
+	w, ctls, brokers, active := q.w, q.ctls, q.brokers, q.active
 
 	// A topic, asked of a broker, which forwards to the active controller.
 	d := w.Node("client").Process().(*driver)
@@ -90,7 +55,7 @@ func TestBrokersFollowTheActiveControllerAcrossAFailover(t *testing.T) {
 		}
 	}
 	w.Node(firstName).Crash()
-	ok, err = w.RunWhile(func() bool { c := active(); return c == nil || c == first }, 30*time.Second)
+	ok, err := w.RunWhile(func() bool { c := active(); return c == nil || c == first }, 30*time.Second)
 	require.NoError(t, err)
 	require.True(t, ok, "another controller became active")
 	second := active()
@@ -111,4 +76,105 @@ func TestBrokersFollowTheActiveControllerAcrossAFailover(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok, "the new active controller moved the crashed broker's leadership")
 	require.True(t, active().Fenced(led), "and fenced it")
+}
+
+// quorumCluster is three controllers and three brokers, every broker
+// registered and unfenced at an active controller.
+type quorumCluster struct {
+	w       *sim.World
+	ctls    []string
+	brokers []string
+}
+
+func newQuorumCluster(t *testing.T, seed uint64) *quorumCluster {
+	w := sim.New(sim.Options{Seed: seed})
+	cfg := config.Default()
+	voters := map[int32]string{}
+	q := &quorumCluster{w: w}
+	for i := range 3 {
+		name := fmt.Sprintf("controller-%d", i)
+		q.ctls = append(q.ctls, name)
+		voters[controller.ID+int32(i)] = name
+	}
+	for i, name := range q.ctls {
+		o := controller.Options{NodeID: controller.ID + int32(i), Voters: voters}
+		w.AddNode(name, func() env.Process { return controller.NewVoter(cfg, o) }).Start()
+	}
+	for i := range 3 {
+		name := fmt.Sprintf("broker-%d", i)
+		q.brokers = append(q.brokers, name)
+		w.AddNode(name, func() env.Process {
+			return broker.New(broker.Options{ID: int32(i), Controllers: q.ctls, ClusterID: "sim", Cluster: cfg})
+		}).Start()
+	}
+	w.AddNode("client", func() env.Process { return &driver{} }).Start()
+	allLive := func() bool {
+		c := q.active()
+		return c != nil && !c.Fenced(0) && !c.Fenced(1) && !c.Fenced(2)
+	}
+	ok, err := w.RunWhile(func() bool { return !allLive() }, 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok, "every broker registered and unfenced at an active controller")
+	return q
+}
+
+// active is the active controller, nil if none.
+func (q *quorumCluster) active() *controller.Controller {
+	for _, n := range q.ctls {
+		if c, ok := q.w.Node(n).Process().(*controller.Controller); ok && c.Active() {
+			return c
+		}
+	}
+	return nil
+}
+
+func (q *quorumCluster) activeName() string {
+	for _, n := range q.ctls {
+		if c, ok := q.w.Node(n).Process().(*controller.Controller); ok && c.Active() {
+			return n
+		}
+	}
+	return ""
+}
+
+// An active controller cut off from the other controllers but not from the
+// brokers cannot decide: nothing it proposes commits, so a broker that goes
+// silent is not fenced by it. Check quorum makes it resign; the other two
+// elect a new active controller, the brokers move on to it, and it fences
+// the silent broker.
+func TestAnActiveControllerCutFromItsQuorumCannotFenceAndIsReplaced(t *testing.T) {
+	q := newQuorumCluster(t, 5)
+	old := q.activeName()
+	oldCtl := q.active()
+	var others []string
+	for _, n := range q.ctls {
+		if n != old {
+			others = append(others, n)
+		}
+	}
+	// Broker 2 goes silent; 5 of its 6 session seconds later the active
+	// controller is cut from its voters, so the session expires while it
+	// still believes it leads (check quorum takes 1.5 x the 2s fetch
+	// timeout to make it resign).
+	q.w.Node(q.brokers[2]).Crash()
+	require.NoError(t, q.w.RunFor(5*time.Second))
+	require.False(t, oldCtl.Fenced(2))
+	for _, n := range others {
+		q.w.Cut(old, n)
+	}
+	ok, err := q.w.RunWhile(func() bool { return oldCtl.Active() }, 10*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok, "the cut-off controller stopped being active")
+	require.False(t, oldCtl.Fenced(2), "a controller without its quorum fenced broker 2")
+	ok, err = q.w.RunWhile(func() bool {
+		c := q.active()
+		return c == nil || !c.Fenced(2)
+	}, 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok, "a new active controller fenced the silent broker")
+	require.NotEqual(t, old, q.activeName())
+	require.False(t, oldCtl.Fenced(2), "the cut-off controller never learned it either")
+	q.w.Heal()
+	require.NoError(t, q.w.RunFor(5*time.Second))
+	require.True(t, oldCtl.Fenced(2), "healed, the old controller applies the fence from the log")
 }
