@@ -11,7 +11,7 @@ import (
 
 // checkAnomalies runs every Jepsen-named check over the version orders.
 func (a *analysis) checkAnomalies() {
-	lost := map[history.ID]bool{}
+	lost := map[int32]bool{}
 	for _, p := range a.parts {
 		a.inconsistentOffsets(p)
 		a.duplicates(p)
@@ -34,7 +34,7 @@ func (a *analysis) checkAnomalies() {
 // is still judged, and what it could not read is the system's failure to
 // deliver after heal and drain.
 func (a *analysis) stuckFinalReads() {
-	for i := range a.h {
+	for _, i := range a.rare {
 		op := &a.h[i]
 		if op.Kind == history.KindFinalRead && op.Outcome != history.OK {
 			msg := op.Error
@@ -47,71 +47,61 @@ func (a *analysis) stuckFinalReads() {
 }
 
 func (a *analysis) inconsistentOffsets(p *partition) {
-	for i := 0; i < len(p.pairs); {
-		j := i + 1
-		for j < len(p.pairs) && p.pairs[j].offset == p.pairs[i].offset {
-			j++
+	for _, first := range p.head {
+		if first < 0 || p.next[first] < 0 {
+			continue
 		}
-		if j-i > 1 {
-			var desc []string
-			var ids []history.ID
-			for _, pr := range p.pairs[i:j] {
-				by := pr.writer
-				verb := "written by"
-				if by == 0 {
-					by, verb = pr.reader, "read by"
-				}
-				desc = append(desc, fmt.Sprintf("%q (%s op %d)", pr.value, verb, by))
-				ids = append(ids, by)
+		var desc []string
+		var ids []history.ID
+		for q := first; q >= 0; q = p.next[q] {
+			pr := &p.pairs[q]
+			by := pr.writer
+			verb := "written by"
+			if by < 0 {
+				by, verb = pr.reader, "read by"
 			}
-			a.rep.add("inconsistent-offsets", Witness{
-				Message: fmt.Sprintf("%s offset %d holds %s", p.tp, p.pairs[i].offset, strings.Join(desc, " and ")),
-				Ops:     a.ref(ids...)})
+			desc = append(desc, fmt.Sprintf("%q (%s op %d)", a.values.strs[pr.value], verb, a.id(by)))
+			ids = append(ids, a.id(by))
 		}
-		i = j
+		a.rep.add("inconsistent-offsets", Witness{
+			Message: fmt.Sprintf("%s offset %d holds %s", p.tp, p.pairs[first].offset, strings.Join(desc, " and ")),
+			Ops:     a.ref(ids...)})
 	}
 }
 
 func (a *analysis) duplicates(p *partition) {
-	for i := 0; i < len(p.byValue); {
-		j := i + 1
-		v := p.pairs[p.byValue[i]].value
-		for j < len(p.byValue) && p.pairs[p.byValue[j]].value == v {
-			j++
-		}
-		if j-i > 1 {
-			var offs []string
-			var ids []history.ID
-			for _, k := range p.byValue[i:j] {
-				pr := p.pairs[k]
-				offs = append(offs, fmt.Sprint(pr.offset))
-				if pr.writer != 0 {
-					ids = append(ids, pr.writer)
-				} else {
-					ids = append(ids, pr.reader)
-				}
+	for _, group := range p.dups {
+		var offs []string
+		var ids []history.ID
+		for _, q := range group {
+			pr := &p.pairs[q]
+			offs = append(offs, fmt.Sprint(pr.offset))
+			if pr.writer >= 0 {
+				ids = append(ids, a.id(pr.writer))
+			} else {
+				ids = append(ids, a.id(pr.reader))
 			}
-			a.rep.add("duplicate", Witness{
-				Message: fmt.Sprintf("%s holds %q at offsets %s", p.tp, v, strings.Join(offs, ", ")),
-				Ops:     a.ref(ids...)})
 		}
-		i = j
+		a.rep.add("duplicate", Witness{
+			Message: fmt.Sprintf("%s holds %q at offsets %s", p.tp, a.values.strs[p.pairs[group[0]].value], strings.Join(offs, ", ")),
+			Ops:     a.ref(ids...)})
 	}
 }
 
-// txnEnd is the earliest a transaction can have committed: when commit was
-// requested, or else after its last send was invoked.
-func (a *analysis) txnEnd(txn history.ID) int64 {
+// txnEnd is the earliest the transaction at a position can have committed:
+// when commit was requested, or else after its last send was invoked.
+func (a *analysis) txnEnd(txn int32) int64 {
 	if a.txnEnds == nil {
-		a.txnEnds = map[history.ID]int64{}
-		for i := range a.h {
-			switch op := &a.h[i]; op.Kind {
-			case history.KindTxn:
-				a.txnEnds[op.ID] = max(a.txnEnds[op.ID], op.Txn.EndCall)
-			case history.KindSend:
-				if t := op.Send.Txn; t != 0 {
-					a.txnEnds[t] = max(a.txnEnds[t], op.Call)
-				}
+		a.txnEnds = map[int32]int64{}
+		for _, i := range a.rare {
+			if op := &a.h[i]; op.Kind == history.KindTxn {
+				a.txnEnds[i] = max(a.txnEnds[i], op.Txn.EndCall)
+			}
+		}
+		for k := range a.r.Sends {
+			if s := &a.r.Sends[k]; s.Txn != 0 {
+				t := a.pos(s.Txn)
+				a.txnEnds[t] = max(a.txnEnds[t], s.Call)
 			}
 		}
 	}
@@ -119,36 +109,59 @@ func (a *analysis) txnEnd(txn history.ID) int64 {
 }
 
 func (a *analysis) abortedReads(p *partition) {
-	for _, pr := range p.pairs {
-		if pr.reader == 0 {
-			continue
+	p.each(func(_ int32, pr *pair) bool {
+		if pr.reader < 0 {
+			return true
 		}
-		if pr.writer == 0 {
-			if w, ok := p.failed[pr.value]; ok {
+		if pr.writer < 0 {
+			if w, ok := a.failedSend(p, pr.value); ok {
+				reader := a.id(pr.reader)
 				a.rep.add("G1a", Witness{
-					Message: fmt.Sprintf("op %d read %q at %s offset %d, but its send op %d failed definitely", pr.reader, pr.value, p.tp, pr.offset, w),
-					Ops:     a.ref(pr.reader, w)})
+					Message: fmt.Sprintf("op %d read %q at %s offset %d, but its send op %d failed definitely", reader, a.values.strs[pr.value], p.tp, pr.offset, w),
+					Ops:     a.ref(reader, w)})
 			}
-			continue
+			return true
 		}
-		if pr.readRC == 0 {
-			continue
+		if pr.readRC < 0 {
+			return true
 		}
 		if pr.vis == model.Aborted {
-			t := a.op(pr.writer).Send.Txn
+			writer, readRC, t := a.id(pr.writer), a.id(pr.readRC), a.id(pr.txn)
 			a.rep.add("G1a", Witness{
-				Message: fmt.Sprintf("read_committed op %d read %q at %s offset %d, written by op %d in aborted transaction op %d", pr.readRC, pr.value, p.tp, pr.offset, pr.writer, t),
-				Ops:     a.ref(pr.readRC, pr.writer, t)})
-			continue
+				Message: fmt.Sprintf("read_committed op %d read %q at %s offset %d, written by op %d in aborted transaction op %d", readRC, a.values.strs[pr.value], p.tp, pr.offset, writer, t),
+				Ops:     a.ref(readRC, writer, t)})
+			return true
 		}
-		if t := a.op(pr.writer).Send.Txn; t != 0 {
-			if end := a.txnEnd(t); pr.readRet < end {
+		if pr.txn >= 0 {
+			if end := a.txnEnd(pr.txn); pr.readRet < end {
+				writer, readRC, t := a.id(pr.writer), a.id(pr.readRC), a.id(pr.txn)
 				a.rep.add("precommitted-read", Witness{
-					Message: fmt.Sprintf("read_committed op %d returned %q (%s offset %d) at %d, before transaction op %d asked to commit at %d", pr.readRC, pr.value, p.tp, pr.offset, pr.readRet, t, a.txnEnd(t)),
-					Ops:     a.ref(pr.readRC, pr.writer, t)})
+					Message: fmt.Sprintf("read_committed op %d returned %q (%s offset %d) at %d, before transaction op %d asked to commit at %d", readRC, a.values.strs[pr.value], p.tp, pr.offset, pr.readRet, t, end),
+					Ops:     a.ref(readRC, writer, t)})
+			}
+		}
+		return true
+	})
+}
+
+// failedSend is the first send of a value to p that failed definitely.
+func (a *analysis) failedSend(p *partition, value int32) (history.ID, bool) {
+	if p.failed == nil {
+		p.failed = map[int32]history.ID{}
+		for k := range a.r.Sends {
+			s := &a.r.Sends[k]
+			if s.Part != p.index || s.Outcome != history.Fail {
+				continue
+			}
+			for v := s.Value; v < s.Value+s.Count; v++ {
+				if _, dup := p.failed[a.valueOf[v]]; !dup {
+					p.failed[a.valueOf[v]] = s.Op
+				}
 			}
 		}
 	}
+	w, ok := p.failed[value]
+	return w, ok
 }
 
 // readsPastStable: a read_committed fetch is served up to the partition's
@@ -157,22 +170,17 @@ func (a *analysis) abortedReads(p *partition) {
 // at or past it was served from an open transaction, or the broker's LSO
 // and its own read bound disagree.
 func (a *analysis) readsPastStable() {
-	for i := range a.h {
-		op := &a.h[i]
-		if op.Kind != history.KindPoll || op.Poll.Isolation != history.ReadCommitted {
+	for k := range a.r.Reads {
+		rd := &a.r.Reads[k]
+		if rd.Final || !rd.Committed || rd.LastStable < 0 {
 			continue
 		}
-		for _, f := range op.Poll.Fetched {
-			if f.LastStable == nil || *f.LastStable < 0 {
-				continue
-			}
-			for _, r := range f.Records {
-				if r.Offset >= *f.LastStable {
-					a.rep.add("read-past-lso", Witness{
-						Message: fmt.Sprintf("read_committed op %d returned %q at %s offset %d from a fetch response whose last stable offset was %d", op.ID, r.Value, f.TP, r.Offset, *f.LastStable),
-						Ops:     a.ref(op.ID)})
-					break
-				}
+		for rec := rd.Record; rec < rd.Record+rd.Count; rec++ {
+			if off := a.r.RecordOffsets[rec]; off >= rd.LastStable {
+				a.rep.add("read-past-lso", Witness{
+					Message: fmt.Sprintf("read_committed op %d returned %q at %s offset %d from a fetch response whose last stable offset was %d", rd.Op, a.r.RecordValue(rec), a.parts[rd.Part].tp, off, rd.LastStable),
+					Ops:     a.ref(rd.Op)})
+				break
 			}
 		}
 	}
@@ -180,63 +188,61 @@ func (a *analysis) readsPastStable() {
 
 // mustHaveCommitted: the send was acknowledged and is visible to every
 // reader (outside a transaction, or in one that committed).
-func (a *analysis) mustHaveCommitted(send *history.Op) bool {
-	if send.Outcome != history.OK {
+func (a *analysis) mustHaveCommitted(s *model.Sent) bool {
+	if s.Outcome != history.OK {
 		return false
 	}
-	return send.Send.Txn == 0 || a.committed[send.Send.Txn]
+	return s.Txn == 0 || a.committed[a.pos(s.Txn)]
 }
 
 // lostWrites follows Jepsen: take the highest offset at which some read
 // value first appears; every acknowledged value written at or below it must
 // have been read by someone.
-func (a *analysis) lostWrites(p *partition, lost map[history.ID]bool) {
+func (a *analysis) lostWrites(p *partition, lost map[int32]bool) {
 	bound := int64(-1)
 	var boundReader history.ID
-	for _, pr := range p.pairs {
-		if pr.reader == 0 {
-			continue
+	p.each(func(_ int32, pr *pair) bool {
+		if pr.reader >= 0 {
+			if first := p.pairs[pr.group].offset; first > bound {
+				bound, boundReader = first, a.id(pr.reader)
+			}
 		}
-		if first := pr.valFirst; first > bound {
-			bound, boundReader = first, pr.reader
-		}
-	}
-	for _, pr := range p.pairs {
+		return true
+	})
+	p.each(func(_ int32, pr *pair) bool {
 		if pr.offset > bound {
-			break
+			return false
 		}
-		if pr.writer == 0 || !pr.definite || pr.reader != 0 {
-			continue
-		}
-		w := a.op(pr.writer)
-		if pr.valRead || !a.mustHaveCommitted(w) {
-			continue
+		// A definite writer was acknowledged; it must also be visible.
+		if pr.writer < 0 || !pr.definite || pr.reader >= 0 || pr.valRead || (pr.txn >= 0 && !a.committed[pr.txn]) {
+			return true
 		}
 		lost[pr.writer] = true
 		a.rep.add("lost-write", Witness{
-			Message: fmt.Sprintf("%q, acknowledged at %s offset %d by op %d, was never read, though op %d read up to offset %d", pr.value, p.tp, pr.offset, pr.writer, boundReader, bound),
-			Ops:     a.ref(pr.writer, boundReader)})
-	}
+			Message: fmt.Sprintf("%q, acknowledged at %s offset %d by op %d, was never read, though op %d read up to offset %d", a.values.strs[pr.value], p.tp, pr.offset, a.id(pr.writer), boundReader, bound),
+			Ops:     a.ref(a.id(pr.writer), boundReader)})
+		return true
+	})
 }
 
 // unseen: acknowledged writes to a drained partition (one with a final
 // read) that no read ever returned, and that lostWrites did not already
 // name.
-func (a *analysis) unseen(lost map[history.ID]bool) {
-	for i := range a.h {
-		op := &a.h[i]
-		if op.Kind != history.KindSend || lost[op.ID] || !a.mustHaveCommitted(op) {
+func (a *analysis) unseen(lost map[int32]bool) {
+	for k := range a.r.Sends {
+		s := &a.r.Sends[k]
+		if s.Part < 0 || lost[s.Pos] || !a.mustHaveCommitted(s) {
 			continue
 		}
-		p := a.byTP[op.Send.TP]
-		if p == nil || !p.finalRead {
+		p := a.parts[s.Part]
+		if !p.m.FinalRead {
 			continue
 		}
-		for k, m := range op.Send.Messages {
-			if !p.valueRead(offsetOf(op.Send, k), m.Value) {
+		for v := s.Value; v < s.Value+s.Count; v++ {
+			if !a.valueRead(p, v) {
 				a.rep.add("unseen", Witness{
-					Message: fmt.Sprintf("%q, acknowledged by op %d to %s, was never read, not even by the final read", m.Value, op.ID, op.Send.TP),
-					Ops:     a.ref(op.ID)})
+					Message: fmt.Sprintf("%q, acknowledged by op %d to %s, was never read, not even by the final read", a.r.Values[v], s.Op, p.tp),
+					Ops:     a.ref(s.Op)})
 				break
 			}
 		}
@@ -263,34 +269,34 @@ func (a *analysis) tornTransactions() {
 	}
 	var order []history.ID
 	tallies := map[history.ID]*tally{}
-	for i := range a.h {
-		op := &a.h[i]
-		if op.Kind != history.KindSend || op.Send.Txn == 0 {
+	for k := range a.r.Sends {
+		s := &a.r.Sends[k]
+		if s.Txn == 0 || s.Part < 0 {
 			continue
 		}
-		p := a.byTP[op.Send.TP]
-		if p == nil || !p.finalRead {
+		p := a.parts[s.Part]
+		if !p.m.FinalRead {
 			continue
 		}
-		t := tallies[op.Send.Txn]
+		t := tallies[s.Txn]
 		if t == nil {
 			t = &tally{}
-			tallies[op.Send.Txn] = t
-			order = append(order, op.Send.Txn)
+			tallies[s.Txn] = t
+			order = append(order, s.Txn)
 		}
-		for k, m := range op.Send.Messages {
-			if op.Outcome != history.Fail && p.valueFinal(offsetOf(op.Send, k), m.Value) {
+		for v := s.Value; v < s.Value+s.Count; v++ {
+			if s.Outcome != history.Fail && a.valueFinal(p, v) {
 				t.in++
-				t.inOp = op.ID
+				t.inOp = s.Op
 			} else {
 				t.out++
-				t.outOp, t.outValue = op.ID, m.Value
+				t.outOp, t.outValue = s.Op, a.r.Values[v]
 			}
 		}
 	}
 	slices.Sort(order)
 	for _, id := range order {
-		if t := tallies[id]; a.committed[id] && t.in > 0 && t.out > 0 {
+		if t := tallies[id]; a.committed[a.pos(id)] && t.in > 0 && t.out > 0 {
 			a.rep.add("torn-transaction", Witness{
 				Message: fmt.Sprintf("committed transaction op %d has %d writes in the final output and %d missing, e.g. %q of op %d", id, t.in, t.out, t.outValue, t.outOp),
 				Ops:     a.ref(id, t.inOp, t.outOp)})
@@ -314,7 +320,7 @@ func (a *analysis) tornTransactions() {
 			owners[k][po.Offset] = append(owners[k][po.Offset], op.ID)
 		}
 	}
-	for i := range a.h {
+	for _, i := range a.rare {
 		switch op := &a.h[i]; {
 		case op.Kind == history.KindOffsetFetch && op.OffsetFetch.Final && op.Outcome == history.OK:
 			finalOp = op.ID
@@ -330,7 +336,7 @@ func (a *analysis) tornTransactions() {
 	if finalOp == 0 {
 		return
 	}
-	for i := range a.h {
+	for _, i := range a.rare {
 		op := &a.h[i]
 		if op.Kind != history.KindTxn || op.Txn.Group == "" {
 			continue
@@ -345,7 +351,7 @@ func (a *analysis) tornTransactions() {
 				continue
 			}
 			switch {
-			case a.committed[op.ID] && t.in > 0 && f < po.Offset:
+			case a.committed[i] && t.in > 0 && f < po.Offset:
 				a.rep.add("torn-transaction", Witness{
 					Message: fmt.Sprintf("transaction op %d's writes are in the final output, but the offset it committed for %s, %d, is not: group %s's final committed offset is %d",
 						op.ID, po.TP, po.Offset, op.Txn.Group, f),
@@ -368,30 +374,6 @@ func (a *analysis) tornTransactions() {
 	}
 }
 
-// processOps lists each process's operations of the given kinds in
-// invocation order, processes sorted by name.
-func (a *analysis) processOps(kinds ...history.Kind) ([]string, map[string][]*history.Op) {
-	by := map[string][]*history.Op{}
-	for i := range a.h {
-		op := &a.h[i]
-		if slices.Contains(kinds, op.Kind) {
-			by[op.Process] = append(by[op.Process], op)
-		}
-	}
-	names := make([]string, 0, len(by))
-	for n, ops := range by {
-		names = append(names, n)
-		slices.SortFunc(ops, func(x, y *history.Op) int {
-			if x.Call != y.Call {
-				return cmp64(x.Call, y.Call)
-			}
-			return int(x.ID - y.ID)
-		})
-	}
-	slices.Sort(names)
-	return names, by
-}
-
 type lastRead struct {
 	offset int64
 	op     history.ID
@@ -402,17 +384,25 @@ type lastRead struct {
 // one poll, consecutive offsets read must be consecutive in the version
 // order its isolation level sees.
 func (a *analysis) pollOrder() {
-	names, by := a.processOps(history.KindPoll, history.KindAssign, history.KindSubscribe, history.KindRebalance, history.KindSeek)
-	for _, proc := range names {
-		last := map[history.TopicPartition]lastRead{}
-		keep := func(ok func(history.TopicPartition) bool) {
-			for tp := range last {
-				if !ok(tp) {
-					delete(last, tp)
-				}
-			}
+	last := make([]lastRead, len(a.parts)) // per partition: what this consumer read last, if held
+	isHeld := make([]bool, len(a.parts))
+	var held []int32
+	keep := func(ok func(history.TopicPartition) bool) {
+		held = slices.DeleteFunc(held, func(i int32) bool {
+			isHeld[i] = ok(a.parts[i].tp)
+			return !isHeld[i]
+		})
+	}
+	clearHeld := func() {
+		for _, i := range held {
+			isHeld[i] = false
 		}
-		for _, op := range by[proc] {
+		held = held[:0]
+	}
+	for proc := range a.procs {
+		clearHeld()
+		for _, pos := range a.pollsBy[proc] {
+			op := &a.h[pos]
 			switch op.Kind {
 			case history.KindAssign:
 				if op.Outcome != history.Fail {
@@ -426,26 +416,29 @@ func (a *analysis) pollOrder() {
 				keep(func(tp history.TopicPartition) bool { return slices.Contains(op.Rebalance.Assigned, tp) })
 			case history.KindSeek:
 				for _, po := range op.Seek.Offsets {
-					delete(last, po.TP)
+					keep(func(tp history.TopicPartition) bool { return tp != po.TP })
 				}
 			case history.KindPoll:
 				if op.Poll.Rebalanced || (a.opts.Rebalancing && op.Poll.Group != "") {
-					clear(last)
+					clearHeld()
 				}
-				for _, f := range op.Poll.Fetched {
-					if len(f.Records) == 0 {
-						continue
+				for k := a.readAt[pos]; k >= 0 && k < int32(len(a.r.Reads)) && a.r.Reads[k].Pos == pos; k++ {
+					rd := &a.r.Reads[k]
+					p := a.parts[rd.Part]
+					ranks := p.ranks(op.Poll.Isolation)
+					offs := a.r.RecordOffsets[rd.Record : rd.Record+rd.Count]
+					if isHeld[p.index] {
+						a.pollStep(p, ranks, last[p.index].offset, offs[0], last[p.index].op, op.ID)
 					}
-					p := a.byTP[f.TP]
-					offs := p.ranks(op.Poll.Isolation)
-					if l, ok := last[f.TP]; ok {
-						a.pollStep(p, offs, l.offset, f.Records[0].Offset, l.op, op.ID)
-					}
-					for i := 1; i < len(f.Records); i++ {
-						a.pollStep(p, offs, f.Records[i-1].Offset, f.Records[i].Offset, op.ID, op.ID)
+					for i := 1; i < len(offs); i++ {
+						a.pollStep(p, ranks, offs[i-1], offs[i], op.ID, op.ID)
 					}
 					if op.Outcome == history.OK {
-						last[f.TP] = lastRead{offset: f.Records[len(f.Records)-1].Offset, op: op.ID}
+						if !isHeld[p.index] {
+							isHeld[p.index] = true
+							held = append(held, p.index)
+						}
+						last[p.index] = lastRead{offset: offs[len(offs)-1], op: op.ID}
 					}
 				}
 			}
@@ -453,8 +446,8 @@ func (a *analysis) pollOrder() {
 	}
 }
 
-func (a *analysis) pollStep(p *partition, offs []int64, from, to int64, fromOp, toOp history.ID) {
-	i, j := rank(offs, from), rank(offs, to)
+func (a *analysis) pollStep(p *partition, ranks []int32, from, to int64, fromOp, toOp history.ID) {
+	i, j := p.rank(ranks, from), p.rank(ranks, to)
 	if i < 0 || j < 0 {
 		return
 	}
@@ -462,7 +455,7 @@ func (a *analysis) pollStep(p *partition, offs []int64, from, to int64, fromOp, 
 	case delta > 1:
 		a.rep.add("poll-skip", Witness{
 			Message: fmt.Sprintf("%s: op %d read offset %d, then op %d read offset %d, skipping %s (%s)", p.tp, fromOp, from, toOp, to, entries(delta-1),
-				strings.Join(p.valuesBetween(offs, i, j, 5), ", ")),
+				strings.Join(a.valuesBetween(p, ranks, i, j, 5), ", ")),
 			Ops: a.ref(dedup(fromOp, toOp)...)})
 	case delta < 1:
 		a.rep.add("nonmonotonic-poll", Witness{
@@ -481,24 +474,33 @@ func dedup(a, b history.ID) []history.ID {
 // sendOrder finds nonmonotonic-send: a producer's acknowledged sends to a
 // partition, in invocation order, must get increasing offsets.
 func (a *analysis) sendOrder() {
-	names, by := a.processOps(history.KindSend)
-	for _, proc := range names {
-		type lastSend struct {
-			offset int64
-			op     history.ID
+	type lastSend struct {
+		offset int64
+		op     history.ID
+		set    bool
+	}
+	last := make([]lastSend, len(a.parts))
+	var touched []int32
+	for proc, name := range a.procs {
+		for _, p := range touched {
+			last[p] = lastSend{}
 		}
-		last := map[history.TopicPartition]lastSend{}
-		for _, op := range by[proc] {
-			s := op.Send
-			if op.Outcome != history.OK || s.Offset < 0 {
+		touched = touched[:0]
+		for _, k := range a.sendsBy[proc] {
+			s := &a.r.Sends[k]
+			if s.Outcome != history.OK || s.Offset < 0 {
 				continue
 			}
-			if l, ok := last[s.TP]; ok && s.Offset <= l.offset {
+			l := &last[s.Part]
+			if l.set && s.Offset <= l.offset {
 				a.rep.add("nonmonotonic-send", Witness{
-					Message: fmt.Sprintf("%s: %s's op %d got offset %d, then its later op %d got offset %d", s.TP, proc, l.op, l.offset, op.ID, s.Offset),
-					Ops:     a.ref(l.op, op.ID)})
+					Message: fmt.Sprintf("%s: %s's op %d got offset %d, then its later op %d got offset %d", a.parts[s.Part].tp, name, l.op, l.offset, s.Op, s.Offset),
+					Ops:     a.ref(l.op, s.Op)})
 			}
-			last[s.TP] = lastSend{offset: s.Offset + int64(len(s.Messages)) - 1, op: op.ID}
+			if !l.set {
+				touched = append(touched, s.Part)
+			}
+			*l = lastSend{offset: s.Offset + int64(s.Count) - 1, op: s.Op, set: true}
 		}
 	}
 }
@@ -517,7 +519,7 @@ func (a *analysis) lostCommits() {
 		tp    history.TopicPartition
 	}
 	var final *history.Op
-	for i := range a.h {
+	for _, i := range a.rare {
 		if op := &a.h[i]; op.Kind == history.KindOffsetFetch && op.OffsetFetch.Final && op.Outcome == history.OK {
 			final = op
 		}
@@ -527,7 +529,7 @@ func (a *analysis) lostCommits() {
 	}
 	best := map[key]*history.Op{}
 	at := map[key]int64{}
-	for i := range a.h {
+	for _, i := range a.rare {
 		op := &a.h[i]
 		if op.Kind != history.KindCommit || op.Outcome != history.OK || op.Commit.Group != final.OffsetFetch.Group {
 			continue
@@ -575,7 +577,7 @@ func (a *analysis) offsetRegressions() {
 			writes[k] = append(writes[k], write{op.Call, op.Return, po.Offset, op.ID})
 		}
 	}
-	for i := range a.h {
+	for _, i := range a.rare {
 		switch op := &a.h[i]; op.Kind {
 		case history.KindCommit:
 			add(op, op.Commit.Group, op.Commit.Offsets)
@@ -623,15 +625,6 @@ func (a *analysis) offsetRegressions() {
 			}
 		}
 	}
-}
-
-// offsetOf is where the k-th message of a send was acknowledged, or
-// NoOffset.
-func offsetOf(s *history.Send, k int) int64 {
-	if s.Offset < 0 {
-		return history.NoOffset
-	}
-	return s.Offset + int64(k)
 }
 
 func entries(n int) string {

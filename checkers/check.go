@@ -70,38 +70,45 @@ func Check(h history.History, opts Options) (Verdict, error) {
 	}
 	rep := newReport(opts.WitnessesMax)
 	v := Verdict{Stats: Stats{Ops: len(h)}, OrderHeld: true}
-	logs := model.Logs(h)
-	v.Stats.Partitions = len(logs)
+	r := model.Resolve(h)
+	v.Stats.Partitions = len(r.Partitions)
+	a := newAnalysis(h, r, opts, rep)
+	var clients map[string]int
+	log := func(i int) model.Log { // porcupine's operations, built only for porcupine
+		if clients == nil {
+			clients = model.Clients(h)
+		}
+		return r.Log(h, clients, i)
+	}
 	illegal := -1
-	for i, l := range logs {
-		res := checkLogWith(l, opts)
+	for i := range r.Partitions {
+		res := checkLogWith(r, i, log, opts)
 		v.Logs = append(v.Logs, res)
 		switch res.Result {
 		case porcupine.Illegal:
 			if illegal < 0 {
 				illegal = i
 			}
-			w := Witness{Message: fmt.Sprintf("%s: porcupine found no linearization", l.TP)}
+			w := Witness{Message: fmt.Sprintf("%s: porcupine found no linearization", res.TP)}
 			if res.Violation != nil {
 				w.Message = res.Violation.String()
-				w.Ops = refs(h, res.Violation.Ops)
+				w.Ops = a.ref(res.Violation.Ops...)
 			}
 			rep.add("nonlinearizable", w)
 		case porcupine.Unknown:
 			v.Inconclusive = true
 		}
 	}
-	for _, r := range model.OffsetRegisters(h) {
-		switch model.CheckOffsets(r, opts.PorcupineTimeout) {
+	for _, reg := range model.OffsetRegisters(h) {
+		switch model.CheckOffsets(reg, opts.PorcupineTimeout) {
 		case porcupine.Illegal:
 			rep.add("stale-offset-fetch", Witness{
-				Message: fmt.Sprintf("group %s %s: the commits and offset fetches have no linearization as one register", r.Group, r.TP),
-				Ops:     registerRefs(h, r)})
+				Message: fmt.Sprintf("group %s %s: the commits and offset fetches have no linearization as one register", reg.Group, reg.TP),
+				Ops:     a.registerRefs(reg)})
 		case porcupine.Unknown:
 			v.Inconclusive = true
 		}
 	}
-	a := newAnalysis(h, logs, opts, rep)
 	a.checkAnomalies()
 	stats, notes := a.checkDelivery()
 	v.Stats.Intents, v.Stats.Acknowledged, v.Stats.Outputs = stats.Intents, stats.Acknowledged, stats.Outputs
@@ -123,8 +130,8 @@ func Check(h history.History, opts Options) (Verdict, error) {
 	}
 	v.Observed = v.Held[0]
 	if opts.HTML != "" {
-		if i := pictured(h, logs, illegal, v.Anomalies); i >= 0 {
-			if err := VisualizeLog(h, logs[i], opts.HTML, opts.PorcupineTimeout); err != nil {
+		if i := pictured(h, r.Partitions, illegal, v.Anomalies); i >= 0 {
+			if err := VisualizeLog(h, log(i), opts.HTML, opts.PorcupineTimeout); err != nil {
 				return v, err
 			}
 		}
@@ -136,13 +143,13 @@ func Check(h history.History, opts Options) (Verdict, error) {
 // not linearizable; else the partition of the first anomaly's first witness
 // (a lost write is linearizable up to the end of its log, yet worth seeing
 // on the timeline); else the first log. -1 if there are none.
-func pictured(h history.History, logs []model.Log, illegal int, found []Anomaly) int {
-	if illegal >= 0 || len(logs) == 0 {
+func pictured(h history.History, parts []model.Partition, illegal int, found []Anomaly) int {
+	if illegal >= 0 || len(parts) == 0 {
 		return illegal
 	}
 	byTP := map[history.TopicPartition]int{}
-	for i, l := range logs {
-		byTP[l.TP] = i
+	for i := range parts {
+		byTP[parts[i].TP] = i
 	}
 	ops := map[history.ID]*history.Op{}
 	for i := range h {
@@ -175,26 +182,23 @@ func pictured(h history.History, logs []model.Log, illegal int, found []Anomaly)
 	return 0
 }
 
-func checkLogWith(l model.Log, opts Options) LogResult {
+// checkLogWith checks partition i with the checker opts choose; log
+// builds its porcupine operations.
+func checkLogWith(r *model.Resolution, i int, log func(int) model.Log, opts Options) LogResult {
 	switch opts.Linearizability {
 	case Porcupine:
-		return LogResult{TP: l.TP, Result: model.CheckLog(l, opts.PorcupineTimeout)}
+		return LogResult{TP: r.Partitions[i].TP, Result: model.CheckLog(log(i), opts.PorcupineTimeout)}
 	case Both:
-		fast := CheckLog(l)
-		if ref := model.CheckLog(l, opts.PorcupineTimeout); ref != porcupine.Unknown && ref != fast.Result {
-			panic(fmt.Sprintf("checkers: fast log checker says %s and porcupine says %s on %s", fast.Result, ref, l.TP))
+		fast := checkLog(r, i)
+		if ref := model.CheckLog(log(i), opts.PorcupineTimeout); ref != porcupine.Unknown && ref != fast.Result {
+			panic(fmt.Sprintf("checkers: fast log checker says %s and porcupine says %s on %s", fast.Result, ref, fast.TP))
 		}
 		return fast
 	}
-	return CheckLog(l)
+	return checkLog(r, i)
 }
 
-func refs(h history.History, ids []history.ID) []OpRef {
-	a := &analysis{h: h, index: h.Index()}
-	return a.ref(ids...)
-}
-
-func registerRefs(h history.History, r model.OffsetRegister) []OpRef {
+func (a *analysis) registerRefs(r model.OffsetRegister) []OpRef {
 	var ids []history.ID
 	for _, op := range r.Ops {
 		if len(ids) == DefaultWitnessesMax*2 {
@@ -202,5 +206,5 @@ func registerRefs(h history.History, r model.OffsetRegister) []OpRef {
 		}
 		ids = append(ids, op.Metadata.(model.Meta).Op)
 	}
-	return refs(h, ids)
+	return a.ref(ids...)
 }

@@ -2,25 +2,26 @@ package checkers
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kafkasim/kafkasim/history"
+	"github.com/kafkasim/kafkasim/model"
 )
 
+// intent is an input message's value, sent at least once.
 type intent struct {
-	value    string
-	key      string
-	send     history.ID // first send of it
-	acked    history.ID // first acknowledged send, 0 if none
-	tp       history.TopicPartition
+	value    int32 // value id
+	acked    int32 // its first acknowledged send (in the resolution's Sends), -1 if none
 	offset   int64 // input offset where acknowledged, NoOffset if unknown
-	effects  int
-	firstOut history.ID // first final read holding an effect
+	effects  int32
+	firstOut int32 // position of the first final read holding an effect, -1 if none
 }
 
-// effect is one output of the final state, in output order.
+// effect is one output of the final state, in output order (kept only to
+// judge key order).
 type effect struct {
-	intent string
+	intent int32 // index into intents, -1 if it derives from no sent message
 	key    string
 	store  string // "sink db" or the output topic-partition
 	read   history.ID
@@ -31,48 +32,69 @@ type effect struct {
 // at-least-once needs one for every acknowledged intent, and per-key order
 // (when promised) needs each key's first effects in input-offset order.
 func (a *analysis) checkDelivery() (stats Stats, notes []string) {
-	n := 0
-	for i := range a.h {
-		if op := &a.h[i]; op.Kind == history.KindSend {
-			n += len(op.Send.Messages)
+	intentOf := make([]int32, len(a.values.strs)) // by value id: its intent, -1 if none
+	for i := range intentOf {
+		intentOf[i] = -1
+	}
+	inputs := 0
+	for _, in := range a.r.Input {
+		if in {
+			inputs++
 		}
 	}
-	intents := make(map[string]*intent, n)
-	all := make([]intent, 0, n)
-	for i := range a.h {
-		op := &a.h[i]
-		if op.Kind != history.KindSend {
-			continue
-		}
-		for k, m := range op.Send.Messages {
-			if m.Source != "" {
+	intents := make([]intent, 0, inputs)
+	for k := range a.r.Sends {
+		s := &a.r.Sends[k]
+		ack := s.Outcome == history.OK && (s.Txn == 0 || a.op(s.Txn).Outcome == history.OK)
+		for v := s.Value; v < s.Value+s.Count; v++ {
+			if !a.r.Input[v] {
 				continue
 			}
-			in := intents[m.Value]
-			if in == nil {
-				all = append(all, intent{value: m.Value, key: m.Key, send: op.ID, tp: op.Send.TP, offset: history.NoOffset})
-				in = &all[len(all)-1]
-				intents[m.Value] = in
+			id := a.valueOf[v]
+			i := intentOf[id]
+			if i < 0 {
+				i = int32(len(intents))
+				intentOf[id] = i
+				intents = append(intents, intent{value: id, acked: -1, offset: history.NoOffset, firstOut: -1})
 			}
-			if in.acked == 0 && op.Outcome == history.OK && (op.Send.Txn == 0 || a.op(op.Send.Txn).Outcome == history.OK) {
-				in.acked = op.ID
-				in.tp = op.Send.TP
-				if op.Send.Offset >= 0 {
-					in.offset = op.Send.Offset + int64(k)
+			if in := &intents[i]; in.acked < 0 && ack {
+				in.acked = int32(k)
+				if s.Offset >= 0 {
+					in.offset = s.Offset + int64(v-s.Value)
 				}
 			}
 		}
 	}
-	var effects []effect
-	outputs, n := 0, 0
-	for i := range a.h {
-		if op := &a.h[i]; op.Kind == history.KindFinalRead && op.FinalRead.Output {
-			n += len(op.FinalRead.Items) + len(op.FinalRead.Records)
+	stats.Intents = len(intents)
+	for i := range intents {
+		if intents[i].acked >= 0 {
+			stats.Acknowledged++
 		}
 	}
-	effects = make([]effect, 0, n)
-	for i := range a.h {
-		op := &a.h[i]
+	keyed := a.opts.Order.covers(KeyOrder)
+	var effects []effect
+	outputs, orphans := 0, 0
+	count := func(id int32, key, store string, read int32) {
+		stats.Outputs++
+		i := int32(-1)
+		if id >= 0 {
+			i = intentOf[id]
+		}
+		if keyed {
+			effects = append(effects, effect{intent: i, key: key, store: store, read: a.h[read].ID})
+		}
+		if i < 0 {
+			orphans++
+			return
+		}
+		in := &intents[i]
+		in.effects++
+		if in.firstOut < 0 {
+			in.firstOut = read
+		}
+	}
+	for _, pos := range a.rare {
+		op := &a.h[pos]
 		if op.Kind != history.KindFinalRead || !op.FinalRead.Output {
 			continue
 		}
@@ -81,68 +103,69 @@ func (a *analysis) checkDelivery() (stats Stats, notes []string) {
 		if f.Sink != "" {
 			store := "sink " + f.Sink
 			for _, m := range f.Items {
-				effects = append(effects, effect{intent: m.Intent(), key: m.Key, store: store, read: op.ID})
+				count(a.values.lookup(m.Intent()), m.Key, store, pos)
 			}
-		} else {
-			store := f.TP.String()
-			for _, r := range f.Records {
-				effects = append(effects, effect{intent: r.Intent(), key: r.Key, store: store, read: op.ID})
-			}
+			continue
 		}
-	}
-	stats.Intents, stats.Outputs = len(intents), len(effects)
-	for i := range all {
-		if all[i].acked != 0 {
-			stats.Acknowledged++
+		store := f.TP.String()
+		first := a.readOf(pos)
+		for j := range f.Records {
+			rec := &f.Records[j]
+			id := int32(-1)
+			if v := a.r.RecordValues[first+int32(j)]; rec.Source == "" && v >= 0 {
+				id = a.valueOf[v]
+			} else {
+				id = a.values.lookup(rec.Intent())
+			}
+			count(id, rec.Key, store, pos)
 		}
 	}
 	if outputs == 0 {
 		return stats, []string{"no final read is marked as output: output-loss and output-dup not judged"}
 	}
-	orphans := 0
-	for _, e := range effects {
-		in := intents[e.intent]
-		if in == nil {
-			orphans++
-			continue
-		}
-		in.effects++
-		if in.firstOut == 0 {
-			in.firstOut = e.read
-		}
-	}
 	if orphans > 0 {
 		notes = append(notes, fmt.Sprintf("%d outputs derive from no sent message (their Source was never sent); not counted", orphans))
 	}
-	var dups []string
-	for i := range all {
-		in := &all[i]
-		v := in.value
+	var dups []int32
+	for i := range intents {
+		in := &intents[i]
 		switch {
 		case in.effects > 1:
-			dups = append(dups, v)
-		case in.effects == 0 && in.acked != 0:
+			dups = append(dups, int32(i))
+		case in.effects == 0 && in.acked >= 0:
+			ack := a.r.Sends[in.acked].Op
 			a.rep.add("output-loss", Witness{
-				Message: fmt.Sprintf("%q, acknowledged by op %d, has no effect in the final output", v, in.acked),
-				Ops:     a.ref(in.acked)})
+				Message: fmt.Sprintf("%q, acknowledged by op %d, has no effect in the final output", a.values.strs[in.value], ack),
+				Ops:     a.ref(ack)})
 		}
 	}
 	if len(dups) > 0 {
 		a.reportDuplicateOutputs(dups, intents)
 	}
-	if a.opts.Order.covers(KeyOrder) {
+	if keyed {
 		a.keyOrder(effects, intents)
 	}
 	return stats, notes
 }
 
+// readOf is the first record of the final read at a position: its read
+// (the resolution's Reads are in history order), or the end if it read
+// nothing.
+func (a *analysis) readOf(pos int32) int32 {
+	k, found := slices.BinarySearchFunc(a.r.Reads, pos, func(rd model.Read, pos int32) int { return int(rd.Pos - pos) })
+	if !found {
+		return int32(len(a.r.RecordValues))
+	}
+	return a.r.Reads[k].Record
+}
+
 // reportDuplicateOutputs names, for each duplicated intent, the operations
 // that wrote its copies (sink writes, output sends) and the final read.
-func (a *analysis) reportDuplicateOutputs(dups []string, intents map[string]*intent) {
+func (a *analysis) reportDuplicateOutputs(dups []int32, intents []intent) {
 	writers := map[string][]history.ID{}
 	want := map[string]bool{}
-	for _, v := range dups[:min(len(dups), a.rep.witnessesMax)] {
-		want[v] = true
+	for _, i := range dups[:min(len(dups), a.rep.witnessesMax)] {
+		want[a.values.strs[intents[i].value]] = true
 	}
 	for i := range a.h {
 		op := &a.h[i]
@@ -159,9 +182,10 @@ func (a *analysis) reportDuplicateOutputs(dups []string, intents map[string]*int
 			}
 		}
 	}
-	for _, v := range dups {
-		in := intents[v]
-		ids := append([]history.ID{in.firstOut}, writers[v]...)
+	for _, i := range dups {
+		in := &intents[i]
+		v := a.values.strs[in.value]
+		ids := append([]history.ID{a.id(in.firstOut)}, writers[v]...)
 		a.rep.add("output-dup", Witness{
 			Message: fmt.Sprintf("%q has %d effects in the final output (written by %s)", v, in.effects, describeIDs(writers[v])),
 			Ops:     a.ref(ids...)})
@@ -181,26 +205,32 @@ func describeIDs(ids []history.ID) string {
 
 // keyOrder: within each output store, the first effects of one key's
 // intents must follow their input offsets (in one input partition).
-func (a *analysis) keyOrder(effects []effect, intents map[string]*intent) {
+func (a *analysis) keyOrder(effects []effect, intents []intent) {
 	type pos struct {
-		tp     history.TopicPartition
+		part   int32
 		offset int64
-		value  string
+		intent int32
 	}
 	last := map[string]pos{} // store + key → last input position
 	seen := map[string]bool{}
 	for _, e := range effects {
-		in := intents[e.intent]
-		k := e.store + "\x00" + e.key
-		if in == nil || in.offset < 0 || seen[e.store+"\x00"+e.intent] {
+		if e.intent < 0 {
 			continue
 		}
-		seen[e.store+"\x00"+e.intent] = true
-		if l, ok := last[k]; ok && l.tp == in.tp && in.offset < l.offset {
-			a.rep.add("key-order", Witness{
-				Message: fmt.Sprintf("%s: key %q holds %q (input %s offset %d) after %q (input offset %d)", e.store, e.key, in.value, in.tp, in.offset, l.value, l.offset),
-				Ops:     a.ref(e.read, in.acked, intents[l.value].acked)})
+		in := &intents[e.intent]
+		v := a.values.strs[in.value]
+		k := e.store + "\x00" + e.key
+		if in.offset < 0 || seen[e.store+"\x00"+v] {
+			continue
 		}
-		last[k] = pos{in.tp, in.offset, in.value}
+		seen[e.store+"\x00"+v] = true
+		part := a.r.Sends[in.acked].Part
+		if l, ok := last[k]; ok && l.part == part && in.offset < l.offset {
+			prev := &intents[l.intent]
+			a.rep.add("key-order", Witness{
+				Message: fmt.Sprintf("%s: key %q holds %q (input %s offset %d) after %q (input offset %d)", e.store, e.key, v, a.parts[part].tp, in.offset, a.values.strs[prev.value], l.offset),
+				Ops:     a.ref(e.read, a.r.Sends[in.acked].Op, a.r.Sends[prev.acked].Op)})
+		}
+		last[k] = pos{part, in.offset, e.intent}
 	}
 }

@@ -2,7 +2,6 @@ package checkers
 
 import (
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/kafkasim/kafkasim/history"
@@ -11,45 +10,75 @@ import (
 
 // pair is one (offset, value) of a partition's version order: the union of
 // what sends were acknowledged at (or pinned to) and what reads returned.
+// Operations are named by their position in the history.
 type pair struct {
-	offset   int64
-	value    string
-	writer   history.ID // first send that wrote it here, 0 if none
-	definite bool       // the writer was acknowledged with this offset
+	offset  int64
+	value   int32 // value id (analysis.values)
+	writer  int32 // the first send that wrote it here, -1 if none
+	txn     int32 // the writer's transaction, -1 if none
+	reader  int32 // the first read that returned it, -1 if none
+	readRC  int32 // the earliest-returning read_committed read, -1 if none
+	readRet int64 // that read's return
+	// group is the pair holding the same value at its lowest offset in
+	// this partition; valRead and valFinal say whether some read, or a
+	// final read, returned the value at any of its offsets.
+	group    int32
 	vis      model.Visibility
-	reader   history.ID // first read that returned it, 0 if none
-	readRC   history.ID // earliest-returning read_committed read, 0 if none
-	readRet  int64      // that read's return
-	final    bool       // a final read returned it
-	seq      int32      // creation order, for a deterministic sort
-	// Of the value, over all its offsets in this partition:
-	valFirst int64 // lowest offset
-	valRead  bool  // some read returned it
-	valFinal bool  // some final read returned it
+	definite bool // the writer was acknowledged with this offset
+	final    bool // a final read returned it
+	valRead  bool
+	valFinal bool
 }
 
-// partition is the version order of one topic-partition.
+// partition is the version order of one topic-partition, laid out by
+// cell (model.Cells): the pairs at a cell are chained in value order.
 type partition struct {
-	tp        history.TopicPartition
-	log       model.Log
-	pairs     []pair  // sorted by offset, value
-	byValue   []int32 // pairs indices sorted by value, offset
-	all       []int64 // distinct offsets, ascending
-	committed []int64 // distinct offsets a read_committed reader may see
-	finalRead bool    // some final read covered this partition
-	failed    map[string]history.ID
+	index int32 // in analysis.parts and the resolution's Partitions
+	tp    history.TopicPartition
+	m     *model.Partition
+	pairs []pair
+	head  []int32 // per cell: its first pair, -1 if none
+	next  []int32 // per pair: the next pair at its cell, -1 if none
+	// all and committed count, for each cell, the cells below it that hold
+	// an offset a read_uncommitted (all) or read_committed reader sees: an
+	// offset's rank among those, if the count rises past its cell.
+	all, committed []int32
+	dups           [][]int32 // the pairs of each value held at two or more offsets, values sorted
+	failed         map[int32]history.ID
 }
+
+// valueHome is where a value's pairs are: the first partition holding it
+// and its group there (other partitions: analysis.away).
+type valueHome struct{ part, group int32 }
 
 // analysis is everything the anomaly and delivery checks share.
 type analysis struct {
-	h         history.History
-	index     history.Index
-	opts      Options
-	rep       *report
-	parts     []*partition
-	byTP      map[history.TopicPartition]*partition
-	committed map[history.ID]bool // txn ops that committed: ok, or info with a write read at read_committed
-	txnEnds   map[history.ID]int64
+	h       history.History
+	index   history.Index
+	opts    Options
+	rep     *report
+	r       *model.Resolution
+	parts   []*partition
+	byTP    map[history.TopicPartition]*partition
+	values  *values
+	valueOf []int32 // the value id of each of the resolution's Values
+	pairOf  []int32 // the pair each of the resolution's Values is in, -1 if no append wrote it
+	home    []valueHome
+	away    map[[2]int32]int32 // (partition, value) → group, for values in more than one partition
+	// committed: txn ops that committed (ok, or info with a write read at
+	// read_committed), by position.
+	committed []bool
+	txnEnds   map[int32]int64 // by position (txnEnd)
+	// rare are the positions of the operations that are neither sends nor
+	// a consumer's (polls, assignments, seeks), in history order.
+	rare []int32
+	// procs are the processes, sorted; sendsBy and pollsBy their sends
+	// (indices into the resolution's Sends) and consumer operations
+	// (positions), in invocation order.
+	procs   []string
+	sendsBy [][]int32
+	pollsBy [][]int32
+	readAt  []int32 // per position: a poll's first read (in the resolution's Reads), -1 if none
 }
 
 func (a *analysis) op(id history.ID) *history.Op { return &a.h[a.index.Pos(id)] }
@@ -66,292 +95,390 @@ func (a *analysis) ref(ids ...history.ID) []OpRef {
 	return refs
 }
 
-func newAnalysis(h history.History, logs []model.Log, opts Options, rep *report) *analysis {
-	a := &analysis{h: h, index: h.Index(), opts: opts, rep: rep, byTP: map[history.TopicPartition]*partition{},
-		committed: map[history.ID]bool{}}
-	for i := range h {
-		if op := &h[i]; op.Kind == history.KindTxn && op.Outcome == history.OK {
-			a.committed[op.ID] = true
-		}
+// id is the ID of the operation at a position, 0 for none (-1).
+func (a *analysis) id(pos int32) history.ID {
+	if pos < 0 {
+		return 0
 	}
-	for _, l := range logs {
-		p := &partition{tp: l.TP, log: l}
-		a.parts = append(a.parts, p)
-		a.byTP[l.TP] = p
+	return a.h[pos].ID
+}
+
+// pos is the position of an operation, -1 for none (0).
+func (a *analysis) pos(id history.ID) int32 {
+	if id == 0 {
+		return -1
 	}
-	for i := range h {
-		op := &h[i]
-		switch {
-		case op.Kind == history.KindFinalRead && op.FinalRead.Sink == "":
-			if p := a.byTP[op.FinalRead.TP]; p != nil {
-				p.finalRead = true
-			}
-		case op.Kind == history.KindSend && op.Outcome == history.Fail:
-			if p := a.byTP[op.Send.TP]; p != nil {
-				if p.failed == nil {
-					p.failed = map[string]history.ID{}
-				}
-				for _, m := range op.Send.Messages {
-					if _, dup := p.failed[m.Value]; !dup {
-						p.failed[m.Value] = op.ID
-					}
-				}
-			}
-		}
+	return int32(a.index.Pos(id))
+}
+
+func newAnalysis(h history.History, r *model.Resolution, opts Options, rep *report) *analysis {
+	a := &analysis{h: h, index: h.Index(), opts: opts, rep: rep, r: r, byTP: make(map[history.TopicPartition]*partition, len(r.Partitions)),
+		committed: make([]bool, len(h)), readAt: make([]int32, len(h))}
+	a.survey()
+	a.values = newValues(len(r.Values))
+	a.valueOf = make([]int32, len(r.Values))
+	for i, v := range r.Values {
+		a.valueOf[i] = a.values.id(v)
 	}
-	for _, p := range a.parts {
+	a.pairOf = make([]int32, len(r.Values))
+	for i := range a.pairOf {
+		a.pairOf[i] = -1
+	}
+	a.parts = make([]*partition, len(r.Partitions))
+	for i := range r.Partitions {
+		m := &r.Partitions[i]
+		p := &partition{index: int32(i), tp: m.TP, m: m}
+		a.parts[i] = p
+		a.byTP[m.TP] = p
 		a.buildPairs(p)
 	}
 	// An indefinite transaction whose write a read_committed read returned
 	// committed; its writes are then as visible as any committed write.
 	for _, p := range a.parts {
 		for i := range p.pairs {
-			pr := &p.pairs[i]
-			if pr.writer != 0 && pr.readRC != 0 {
-				if t := a.op(pr.writer).Send.Txn; t != 0 && a.op(t).Outcome == history.Info {
-					a.committed[t] = true
-				}
+			if pr := &p.pairs[i]; pr.writer >= 0 && pr.readRC >= 0 && pr.txn >= 0 && a.h[pr.txn].Outcome == history.Info {
+				a.committed[pr.txn] = true
 			}
 		}
 	}
+	a.home = make([]valueHome, len(a.values.strs))
+	for i := range a.home {
+		a.home[i] = valueHome{-1, -1}
+	}
 	for _, p := range a.parts {
 		for i := range p.pairs {
-			pr := &p.pairs[i]
-			if pr.writer != 0 && pr.vis == model.Undecided && a.committed[a.op(pr.writer).Send.Txn] {
+			if pr := &p.pairs[i]; pr.vis == model.Undecided && pr.writer >= 0 && pr.txn >= 0 && a.committed[pr.txn] {
 				pr.vis = model.Visible
 			}
 		}
+		a.groupValues(p)
 		a.buildRanks(p)
 	}
 	return a
 }
 
-func (a *analysis) buildPairs(p *partition) {
-	// Every (offset, value) written or read, merged as it arrives: appends
-	// come first in a model.Log, so a pair's writer is its first append and
-	// its reader its first read.
-	var ps []pair
-	lo, hi, n := int64(1<<62), int64(-1), 0
-	for _, op := range p.log.Ops {
-		if !op.Input.Read {
-			lo, hi = min(lo, op.Output.Offset), max(hi, op.Output.Offset+int64(len(op.Input.Values))-1)
-			n += len(op.Input.Values)
-			continue
-		}
-		for _, e := range op.Output.Records {
-			lo, hi = min(lo, e.Offset), max(hi, e.Offset)
-		}
-	}
-	if hi < lo {
-		p.pairs, p.byValue = nil, nil
-		return
-	}
-	ps = make([]pair, 0, n+n/8+16)
-	dense := hi-lo <= 4*int64(n)+1024
-	var head []int32 // dense: first pair at each offset, chained by next
-	var next []int32
-	var at map[int64]int32 // sparse offsets: the same, hashed
-	if dense {
-		head = make([]int32, hi-lo+1)
-		for i := range head {
-			head[i] = -1
-		}
-	} else {
-		at = map[int64]int32{}
-	}
-	merge := func(pr pair) *pair {
-		first := int32(-1)
-		if dense {
-			first = head[pr.offset-lo]
-		} else if f, ok := at[pr.offset]; ok {
-			first = f
-		}
-		for k := first; k >= 0; k = next[k] {
-			if ps[k].value == pr.value {
-				return &ps[k]
+// survey walks the history once for what the resolution does not hold:
+// the transactions that committed, the rare operations, and each
+// process's operations in invocation order.
+func (a *analysis) survey() {
+	procs := newValues(64)
+	sendProc := make([]int32, 0, len(a.r.Sends))
+	polls := make([]int32, 0, len(a.h)-len(a.r.Sends)) // positions of consumer operations
+	pollProc := make([]int32, 0, len(a.h)-len(a.r.Sends))
+	for i := range a.h {
+		op := &a.h[i]
+		a.readAt[i] = -1
+		switch op.Kind {
+		case history.KindSend:
+			sendProc = append(sendProc, procs.id(op.Process))
+		case history.KindPoll, history.KindAssign, history.KindSubscribe, history.KindRebalance, history.KindSeek:
+			polls, pollProc = append(polls, int32(i)), append(pollProc, procs.id(op.Process))
+		case history.KindNemesis:
+		default:
+			if op.Kind == history.KindTxn && op.Outcome == history.OK {
+				a.committed[i] = true
 			}
+			a.rare = append(a.rare, int32(i))
 		}
-		pr.seq = int32(len(ps))
-		ps = append(ps, pr)
-		next = append(next, first)
-		if dense {
-			head[pr.offset-lo] = pr.seq
-		} else {
-			at[pr.offset] = pr.seq
-		}
-		return nil
 	}
-	for _, op := range p.log.Ops {
-		if !op.Input.Read {
-			definite := op.Return != history.Never && a.op(op.Op).Send.Offset >= 0
-			for k, v := range op.Input.Values {
-				pr := pair{offset: op.Output.Offset + int64(k), value: v, writer: op.Op, definite: definite, vis: op.Input.Visibility}
-				if m := merge(pr); m != nil && m.writer == 0 {
-					m.writer, m.definite, m.vis = pr.writer, pr.definite, pr.vis
-				}
+	names := procs.strs
+	for k := len(a.r.Reads) - 1; k >= 0; k-- {
+		if rd := &a.r.Reads[k]; !rd.Final {
+			a.readAt[rd.Pos] = int32(k)
+		}
+	}
+	// Number the processes by name.
+	sorted := slices.Clone(names)
+	slices.Sort(sorted)
+	rank := make([]int32, len(names))
+	for i, n := range sorted {
+		rank[procs.lookup(n)] = int32(i)
+	}
+	a.procs = sorted
+	a.sendsBy = bucket(sendProc, rank, func(k int) int32 { return int32(k) })
+	a.pollsBy = bucket(pollProc, rank, func(k int) int32 { return polls[k] })
+	sends := a.r.Sends
+	for _, by := range a.sendsBy {
+		byCall := func(x, y int32) int {
+			if c := cmp64(sends[x].Call, sends[y].Call); c != 0 {
+				return c
 			}
-			continue
+			return int(sends[x].Op - sends[y].Op)
 		}
-		final := a.op(op.Op).Kind == history.KindFinalRead
-		for _, e := range op.Output.Records {
-			pr := pair{offset: e.Offset, value: e.Value, reader: op.Op, final: final, vis: model.Undecided}
-			if op.Input.Committed {
-				pr.readRC, pr.readRet = op.Op, op.Return
+		if !slices.IsSortedFunc(by, byCall) {
+			slices.SortFunc(by, byCall)
+		}
+	}
+	for _, by := range a.pollsBy {
+		byCall := func(x, y int32) int {
+			if c := cmp64(a.h[x].Call, a.h[y].Call); c != 0 {
+				return c
 			}
-			if m := merge(pr); m != nil {
-				if m.reader == 0 {
-					m.reader = pr.reader
-				}
-				if pr.readRC != 0 && (m.readRC == 0 || pr.readRet < m.readRet) {
-					m.readRC, m.readRet = pr.readRC, pr.readRet
-				}
-				m.final = m.final || pr.final
-			}
+			return int(a.h[x].ID - a.h[y].ID)
 		}
-	}
-	// Lay the pairs out in (offset, value) order.
-	out := make([]pair, 0, len(ps))
-	emit := func(first int32) {
-		start := len(out)
-		for k := first; k >= 0; k = next[k] {
-			out = append(out, ps[k])
+		if !slices.IsSortedFunc(by, byCall) {
+			slices.SortFunc(by, byCall)
 		}
-		if group := out[start:]; len(group) > 1 {
-			slices.SortFunc(group, func(x, y pair) int { return comparePairs(&x, &y) })
-		}
-	}
-	if dense {
-		for _, first := range head {
-			emit(first)
-		}
-	} else {
-		offs := make([]int64, 0, len(at))
-		for off := range at {
-			offs = append(offs, off)
-		}
-		slices.Sort(offs)
-		for _, off := range offs {
-			emit(at[off])
-		}
-	}
-	p.pairs = out
-	p.byValue = make([]int32, len(out))
-	for i := range out {
-		p.byValue[i] = int32(i)
-	}
-	slices.SortFunc(p.byValue, func(x, y int32) int {
-		if c := strings.Compare(out[x].value, out[y].value); c != 0 {
-			return c
-		}
-		return cmp64(out[x].offset, out[y].offset)
-	})
-	for i := 0; i < len(p.byValue); {
-		j := i + 1
-		v := out[p.byValue[i]].value
-		read, final := out[p.byValue[i]].reader != 0, out[p.byValue[i]].final
-		for j < len(p.byValue) && out[p.byValue[j]].value == v {
-			read = read || out[p.byValue[j]].reader != 0
-			final = final || out[p.byValue[j]].final
-			j++
-		}
-		first := out[p.byValue[i]].offset
-		for _, k := range p.byValue[i:j] {
-			out[k].valFirst, out[k].valRead, out[k].valFinal = first, read, final
-		}
-		i = j
 	}
 }
 
-// find returns the pair holding v at offset off, or -1.
-func (p *partition) find(off int64, v string) int {
-	i := sort.Search(len(p.pairs), func(i int) bool { return p.pairs[i].offset >= off })
-	for ; i < len(p.pairs) && p.pairs[i].offset == off; i++ {
-		if p.pairs[i].value == v {
-			return i
+// bucket lists, for each process (by rank), the items whose process is
+// given in procs, in order.
+func bucket(procs, rank []int32, item func(k int) int32) [][]int32 {
+	n := make([]int, len(rank))
+	for _, p := range procs {
+		n[rank[p]]++
+	}
+	by := make([][]int32, len(rank))
+	for i := range by {
+		by[i] = make([]int32, 0, n[i])
+	}
+	for k, p := range procs {
+		by[rank[p]] = append(by[rank[p]], item(k))
+	}
+	return by
+}
+
+// buildPairs merges every (offset, value) written or read, in the order of
+// the partition's log: appends first, so a pair's writer is its first
+// append, then reads, so its reader is its first read.
+func (a *analysis) buildPairs(p *partition) {
+	r, m := a.r, p.m
+	n := 0
+	for _, ap := range m.Appends {
+		n += int(ap.Count)
+	}
+	p.pairs = make([]pair, 0, n+16)
+	p.next = make([]int32, 0, cap(p.pairs))
+	p.head = make([]int32, m.Cells.Len())
+	for i := range p.head {
+		p.head[i] = -1
+	}
+	at := func(cell, value int32) int32 {
+		for q := p.head[cell]; q >= 0; q = p.next[q] {
+			if p.pairs[q].value == value {
+				return q
+			}
 		}
+		return -1
+	}
+	add := func(cell int32, pr pair) int32 {
+		q := int32(len(p.pairs))
+		p.pairs = append(p.pairs, pr)
+		p.next = append(p.next, p.head[cell])
+		p.head[cell] = q
+		return q
+	}
+	multi := false // some cell holds two pairs
+	for _, ap := range m.Appends {
+		txn := a.pos(ap.Txn)
+		for k := int32(0); k < ap.Count; k++ {
+			v, off := ap.Value+k, ap.Base+int64(k)
+			cell, value := m.Cells.Of(off), a.valueOf[v]
+			q := at(cell, value)
+			if q < 0 {
+				multi = multi || p.head[cell] >= 0
+				q = add(cell, pair{offset: off, value: value, writer: ap.Pos, txn: txn, reader: -1, readRC: -1,
+					definite: ap.Definite, vis: ap.Visibility})
+			}
+			a.pairOf[v] = q
+		}
+	}
+	for _, ri := range m.Reads {
+		rd := &r.Reads[ri]
+		for rec := rd.Record; rec < rd.Record+rd.Count; rec++ {
+			var q int32
+			if v := r.RecordValues[rec]; v >= 0 {
+				q = a.pairOf[v]
+			} else {
+				off := r.RecordOffsets[rec]
+				cell, value := m.Cells.Of(off), a.values.id(r.RecordValue(rec))
+				if q = at(cell, value); q < 0 {
+					multi = multi || p.head[cell] >= 0
+					q = add(cell, pair{offset: off, value: value, writer: -1, txn: -1, reader: -1, readRC: -1, vis: model.Undecided})
+				}
+			}
+			pr := &p.pairs[q]
+			if pr.reader < 0 {
+				pr.reader = rd.Pos
+			}
+			if rd.Committed && (pr.readRC < 0 || rd.Return < pr.readRet) {
+				pr.readRC, pr.readRet = rd.Pos, rd.Return
+			}
+			pr.final = pr.final || rd.Final
+		}
+	}
+	if multi {
+		a.sortCells(p)
+	}
+}
+
+// sortCells orders the pairs of every cell holding two or more by value.
+func (a *analysis) sortCells(p *partition) {
+	var chain []int32
+	for cell, first := range p.head {
+		if first < 0 || p.next[first] < 0 {
+			continue
+		}
+		chain = chain[:0]
+		for q := first; q >= 0; q = p.next[q] {
+			chain = append(chain, q)
+		}
+		slices.SortFunc(chain, func(x, y int32) int {
+			return strings.Compare(a.values.strs[p.pairs[x].value], a.values.strs[p.pairs[y].value])
+		})
+		p.head[cell] = chain[0]
+		for i, q := range chain {
+			p.next[q] = -1
+			if i+1 < len(chain) {
+				p.next[q] = chain[i+1]
+			}
+		}
+	}
+}
+
+// each calls f with every pair in (offset, value) order; f returns false
+// to stop.
+func (p *partition) each(f func(q int32, pr *pair) bool) {
+	for _, first := range p.head {
+		for q := first; q >= 0; q = p.next[q] {
+			if !f(q, &p.pairs[q]) {
+				return
+			}
+		}
+	}
+}
+
+// groupValues finds, for every pair, the pairs holding its value at other
+// offsets of the partition (duplicates), and what reads returned of it.
+func (a *analysis) groupValues(p *partition) {
+	var members map[int32][]int32 // group → its pairs, for values at two or more offsets
+	var groups []int32
+	p.each(func(q int32, pr *pair) bool {
+		g := a.group(p, pr.value)
+		if g < 0 {
+			if h := &a.home[pr.value]; h.part < 0 {
+				h.part, h.group = p.index, q
+			} else {
+				if a.away == nil {
+					a.away = map[[2]int32]int32{}
+				}
+				a.away[[2]int32{p.index, pr.value}] = q
+			}
+			pr.group, pr.valRead, pr.valFinal = q, pr.reader >= 0, pr.final
+			return true
+		}
+		pr.group = g
+		if members == nil {
+			members = map[int32][]int32{}
+		}
+		if members[g] == nil {
+			members[g] = []int32{g}
+			groups = append(groups, g)
+		}
+		members[g] = append(members[g], q)
+		return true
+	})
+	if len(groups) == 0 {
+		return
+	}
+	slices.SortFunc(groups, func(x, y int32) int {
+		return strings.Compare(a.values.strs[p.pairs[x].value], a.values.strs[p.pairs[y].value])
+	})
+	for _, g := range groups {
+		ms := members[g]
+		read, final := false, false
+		for _, q := range ms {
+			read = read || p.pairs[q].reader >= 0
+			final = final || p.pairs[q].final
+		}
+		for _, q := range ms {
+			p.pairs[q].valRead, p.pairs[q].valFinal = read, final
+		}
+		p.dups = append(p.dups, ms)
+	}
+}
+
+// group is the pair of partition p holding a value at its lowest offset,
+// -1 if p holds it nowhere.
+func (a *analysis) group(p *partition, value int32) int32 {
+	if value < 0 || int(value) >= len(a.home) {
+		return -1
+	}
+	if h := a.home[value]; h.part == p.index {
+		return h.group
+	} else if h.part < 0 {
+		return -1
+	}
+	if g, ok := a.away[[2]int32{p.index, value}]; ok {
+		return g
 	}
 	return -1
 }
 
 // valueRead and valueFinal report whether any read, or a final read,
-// returned v anywhere in this partition; off is where v was written, if
-// known, to find it fast.
-func (p *partition) valueRead(off int64, v string) bool {
-	if i := p.find(off, v); i >= 0 {
-		return p.pairs[i].valRead
+// returned value v — the resolution's Values[v], sent to p — anywhere in
+// partition p.
+func (a *analysis) valueRead(p *partition, v int32) bool {
+	if q := a.pairOf[v]; q >= 0 {
+		return p.pairs[q].valRead
 	}
-	vp := p.valuePairs(v)
-	return len(vp) > 0 && p.pairs[vp[0]].valRead
+	g := a.group(p, a.valueOf[v])
+	return g >= 0 && p.pairs[g].valRead
 }
 
-func (p *partition) valueFinal(off int64, v string) bool {
-	if i := p.find(off, v); i >= 0 {
-		return p.pairs[i].valFinal
+func (a *analysis) valueFinal(p *partition, v int32) bool {
+	if q := a.pairOf[v]; q >= 0 {
+		return p.pairs[q].valFinal
 	}
-	vp := p.valuePairs(v)
-	return len(vp) > 0 && p.pairs[vp[0]].valFinal
+	g := a.group(p, a.valueOf[v])
+	return g >= 0 && p.pairs[g].valFinal
 }
 
 func (a *analysis) buildRanks(p *partition) {
-	for i, pr := range p.pairs {
-		if i > 0 && p.pairs[i-1].offset == pr.offset {
-			if pr.vis == model.Visible || pr.readRC != 0 {
-				if k := len(p.committed); k == 0 || p.committed[k-1] != pr.offset {
-					p.committed = append(p.committed, pr.offset)
+	n := len(p.head)
+	p.all, p.committed = make([]int32, n+1), make([]int32, n+1)
+	for cell, first := range p.head {
+		all, committed := int32(0), int32(0)
+		if first >= 0 {
+			all = 1
+			for q := first; q >= 0; q = p.next[q] {
+				if pr := &p.pairs[q]; (pr.writer >= 0 && pr.vis == model.Visible) || pr.readRC >= 0 {
+					committed = 1
+					break
 				}
 			}
-			continue
 		}
-		p.all = append(p.all, pr.offset)
-		if (pr.writer != 0 && pr.vis == model.Visible) || pr.readRC != 0 {
-			p.committed = append(p.committed, pr.offset)
-		}
+		p.all[cell+1] = p.all[cell] + all
+		p.committed[cell+1] = p.committed[cell] + committed
 	}
 }
 
-// valuePairs returns the pairs holding value v, in offset order.
-func (p *partition) valuePairs(v string) []int32 {
-	lo := sort.Search(len(p.byValue), func(i int) bool { return p.pairs[p.byValue[i]].value >= v })
-	hi := lo
-	for hi < len(p.byValue) && p.pairs[p.byValue[hi]].value == v {
-		hi++
-	}
-	return p.byValue[lo:hi]
-}
-
-// rank is an offset's position among the offsets a reader at the given
-// isolation can see, or -1 if it is not among them.
-func rank(offsets []int64, off int64) int {
-	i := sort.Search(len(offsets), func(i int) bool { return offsets[i] >= off })
-	if i < len(offsets) && offsets[i] == off {
-		return i
-	}
-	return -1
-}
-
-func (p *partition) ranks(iso history.Isolation) []int64 {
+// ranks are the counts of cells a reader at the given isolation sees.
+func (p *partition) ranks(iso history.Isolation) []int32 {
 	if iso == history.ReadCommitted {
 		return p.committed
 	}
 	return p.all
 }
 
-// valuesAt lists the values at offsets[from+1 .. to-1], at most max.
-func (p *partition) valuesBetween(offsets []int64, from, to, max int) []string {
-	var vs []string
-	for r := from + 1; r < to && len(vs) < max; r++ {
-		i := sort.Search(len(p.pairs), func(i int) bool { return p.pairs[i].offset >= offsets[r] })
-		vs = append(vs, p.pairs[i].value)
+// rank is an offset's position among the offsets a reader with these ranks
+// can see, or -1 if it is not among them.
+func (p *partition) rank(ranks []int32, off int64) int {
+	cell := p.m.Cells.Of(off)
+	if cell < 0 || ranks[cell+1] == ranks[cell] {
+		return -1
 	}
-	return vs
+	return int(ranks[cell])
 }
 
-func comparePairs(x, y *pair) int {
-	if x.offset != y.offset {
-		return cmp64(x.offset, y.offset)
+// valuesBetween lists the values at the offsets ranked from+1 .. to-1, at
+// most max: at each, the first in value order.
+func (a *analysis) valuesBetween(p *partition, ranks []int32, from, to, max int) []string {
+	var vs []string
+	for r := from + 1; r < to && len(vs) < max; r++ {
+		cell, _ := slices.BinarySearch(ranks, int32(r+1)) // the first cell with r+1 below it: past the one ranked r
+		vs = append(vs, a.values.strs[p.pairs[p.head[cell-1]].value])
 	}
-	if x.value != y.value {
-		return strings.Compare(x.value, y.value)
-	}
-	return int(x.seq - y.seq) // a total order: the result is deterministic
+	return vs
 }

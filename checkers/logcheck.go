@@ -2,8 +2,8 @@ package checkers
 
 import (
 	"fmt"
+	"math"
 	"slices"
-	"sort"
 
 	"github.com/anishathalye/porcupine"
 	"github.com/kafkasim/kafkasim/history"
@@ -29,14 +29,6 @@ type LogViolation struct {
 
 func (v *LogViolation) String() string { return v.Anomaly + ": " + v.Message }
 
-type slot struct {
-	offset int64
-	value  string
-	vis    model.Visibility
-	app    int // position in the offset-sorted appends
-	seen   bool
-}
-
 // CheckLog decides, in O(n log n), the question model.LogModel poses to
 // porcupine, using the offsets the broker assigned.
 //
@@ -51,37 +43,179 @@ type slot struct {
 // constrain appends. The differential test holds this to porcupine's
 // verdicts.
 func CheckLog(l model.Log) LogResult {
-	res := LogResult{TP: l.TP, Result: porcupine.Ok}
-	if v := checkLog(l); v != nil {
+	return checkLog(model.Flatten(l), 0)
+}
+
+// checkLog is CheckLog on partition i of a resolution: in linear time,
+// since the resolution has its appends sorted by offset and each record
+// matched with the value written at its offset.
+func checkLog(r *model.Resolution, i int) LogResult {
+	p := &r.Partitions[i]
+	res := LogResult{TP: p.TP, Result: porcupine.Ok}
+	if v := (&logCheck{r: r, p: p}).violation(); v != nil {
 		res.Result, res.Violation = porcupine.Illegal, v
 	}
 	return res
 }
 
-func checkLog(l model.Log) *LogViolation {
-	var apps []*model.LogOp
-	var reads []*model.LogOp
-	for i := range l.Ops {
-		if l.Ops[i].Input.Read {
-			reads = append(reads, &l.Ops[i])
-		} else {
-			apps = append(apps, &l.Ops[i])
+// logCheck is one partition log being checked. Its slots are the appends'
+// values in offset order, one per offset once no two appends overlap.
+type logCheck struct {
+	r     *model.Resolution
+	p     *model.Partition
+	apps  []model.Append // p.Appends
+	order []int32        // p.ByOffset
+	// before[c] is how many slots lie in cells below c; slot s is in cell
+	// slotCell[s], written by apps[order[slotApp[s]]].
+	before   []int32
+	slotCell []int32
+	slotApp  []int32
+	seen     []bool // per slot: some read returned it (computed when a read skipped one)
+}
+
+// app is the append that wrote slot s.
+func (c *logCheck) app(s int32) *model.Append { return &c.apps[c.order[c.slotApp[s]]] }
+
+// slot is the slot at an offset, or -1 if no append wrote there.
+func (c *logCheck) slot(off int64) int32 {
+	cell := c.p.Cells.Of(off)
+	if cell < 0 || c.before[cell+1] == c.before[cell] {
+		return -1
+	}
+	return c.before[cell]
+}
+
+// value is the value slot s holds (an index into the resolution's Values).
+func (c *logCheck) value(s int32) int32 {
+	a := c.app(s)
+	return a.Value + int32(c.p.Cells.Offset(c.slotCell[s])-a.Base)
+}
+
+func (c *logCheck) violation() *LogViolation {
+	r, p := c.r, c.p
+	c.apps, c.order = p.Appends, p.ByOffset
+	apps, order := c.apps, c.order
+	end, nslots := int64(math.MinInt64), 0
+	for _, i := range order {
+		a := &apps[i]
+		if a.Count == 0 {
+			continue
+		}
+		if a.Base < end {
+			return c.overlap()
+		}
+		end = a.Base + int64(a.Count)
+		nslots += int(a.Count)
+	}
+	// Earliest linearization point of each append, in offset order.
+	lin := make([]int64, len(order))
+	cur, curOp := int64(math.MinInt64), -1
+	for i, ai := range order {
+		a := &apps[ai]
+		if a.Call > cur {
+			cur, curOp = a.Call, i
+		}
+		lin[i] = cur
+		if cur > a.Return {
+			b := &apps[order[curOp]]
+			return &LogViolation{Anomaly: "offset-order", Offset: a.Base, Ops: []history.ID{a.Op, b.Op},
+				Message: fmt.Sprintf("%s: op %d returned offset %d at %d, but op %d, invoked later at %d, got the lower offset %d",
+					p.TP, a.Op, a.Base, a.Return, b.Op, b.Call, b.Base)}
 		}
 	}
-	slices.SortFunc(apps, func(a, b *model.LogOp) int {
-		if a.Output.Offset != b.Output.Offset {
-			return cmp64(a.Output.Offset, b.Output.Offset)
+	c.before = make([]int32, p.Cells.Len()+1)
+	c.slotCell, c.slotApp = make([]int32, 0, nslots), make([]int32, 0, nslots)
+	visible := make([]int32, 1, nslots+1) // visible[s]: slots below s a read_committed reader must see
+	for oi, ai := range order {
+		a := &apps[ai]
+		for k := int64(0); k < int64(a.Count); k++ {
+			cell := p.Cells.Of(a.Base + k)
+			c.before[cell+1] = 1
+			c.slotCell, c.slotApp = append(c.slotCell, cell), append(c.slotApp, int32(oi))
+			n := visible[len(visible)-1]
+			if a.Visibility == model.Visible {
+				n++
+			}
+			visible = append(visible, n)
 		}
-		return int(a.Op - b.Op)
-	})
-	n := 0
-	for _, a := range apps {
-		n += len(a.Input.Values)
 	}
-	slots := make([]slot, 0, n)
-	for i, a := range apps {
-		for k, v := range a.Input.Values {
-			slots = append(slots, slot{offset: a.Output.Offset + int64(k), value: v, vis: a.Input.Visibility, app: i})
+	for cell := 1; cell < len(c.before); cell++ {
+		c.before[cell] += c.before[cell-1]
+	}
+	for _, ri := range p.Reads {
+		rd := &r.Reads[ri]
+		offs := r.RecordOffsets[rd.Record : rd.Record+rd.Count]
+		vals := r.RecordValues[rd.Record : rd.Record+rd.Count]
+		for i := 1; i < len(offs); i++ {
+			if offs[i] <= offs[i-1] {
+				return &LogViolation{Anomaly: "nonmonotonic-poll", Offset: offs[i], Ops: []history.ID{rd.Op},
+					Message: fmt.Sprintf("%s: op %d returned offset %d after offset %d", p.TP, rd.Op, offs[i], offs[i-1])}
+			}
+		}
+		lo, hi := rd.From, offs[len(offs)-1]
+		if lo < 0 {
+			lo = offs[0]
+		}
+		if offs[0] < lo {
+			return &LogViolation{Anomaly: "nonmonotonic-poll", Offset: offs[0], Ops: []history.ID{rd.Op},
+				Message: fmt.Sprintf("%s: op %d fetched from %d but returned offset %d", p.TP, rd.Op, lo, offs[0])}
+		}
+		required := int32(0)
+		for j, off := range offs {
+			s := c.slot(off)
+			if s < 0 {
+				return c.unwritten(rd, rd.Record+int32(j))
+			}
+			a := c.app(s)
+			if sv := c.value(s); vals[j] != sv {
+				return &LogViolation{Anomaly: "inconsistent-offsets", Offset: off, Ops: []history.ID{rd.Op, a.Op},
+					Message: fmt.Sprintf("%s: op %d read %q at offset %d, where op %d wrote %q", p.TP, rd.Op, r.RecordValue(rd.Record+int32(j)), off, a.Op, r.Values[sv])}
+			}
+			if rd.Committed && a.Visibility == model.Aborted {
+				return &LogViolation{Anomaly: "G1a", Offset: off, Ops: []history.ID{rd.Op, a.Op},
+					Message: fmt.Sprintf("%s: read_committed op %d read %q at offset %d, written by aborted transaction of op %d", p.TP, rd.Op, r.Values[vals[j]], off, a.Op)}
+			}
+			if !rd.Committed || a.Visibility == model.Visible {
+				required++
+			}
+		}
+		first := c.before[p.Cells.AtOrAfter(lo)]
+		last := c.slot(hi)
+		want := last + 1 - first
+		if rd.Committed {
+			want = visible[last+1] - visible[first]
+		}
+		if required != want {
+			return c.skipped(rd, lo, hi, first, last)
+		}
+		if a := c.slotApp[last]; lin[a] > rd.Return {
+			late := &apps[order[a]]
+			for j := a; j >= 0; j-- {
+				if apps[order[j]].Call == lin[a] {
+					late = &apps[order[j]]
+					break
+				}
+			}
+			return &LogViolation{Anomaly: "future-read", Offset: hi, Ops: []history.ID{rd.Op, late.Op},
+				Message: fmt.Sprintf("%s: op %d returned at %d having read up to offset %d, but op %d, at offset %d, was only invoked at %d", p.TP, rd.Op, rd.Return, hi, late.Op, late.Base, late.Call)}
+		}
+	}
+	return nil
+}
+
+// overlap names the lowest offset two appends wrote and the first two
+// appends (in offset order) that wrote it.
+func (c *logCheck) overlap() *LogViolation {
+	type slot struct {
+		offset int64
+		value  string
+		app    int // position in the offset-sorted appends
+	}
+	var slots []slot
+	for i, ai := range c.order {
+		a := &c.apps[ai]
+		for k := int32(0); k < a.Count; k++ {
+			slots = append(slots, slot{offset: a.Base + int64(k), value: c.r.Values[a.Value+k], app: i})
 		}
 	}
 	slices.SortFunc(slots, func(a, b slot) int {
@@ -92,137 +226,71 @@ func checkLog(l model.Log) *LogViolation {
 	})
 	for i := 1; i < len(slots); i++ {
 		if a, b := slots[i-1], slots[i]; a.offset == b.offset {
-			x, y := apps[a.app], apps[b.app]
+			x, y := &c.apps[c.order[a.app]], &c.apps[c.order[b.app]]
 			return &LogViolation{Anomaly: "inconsistent-offsets", Offset: a.offset, Ops: []history.ID{x.Op, y.Op},
-				Message: fmt.Sprintf("%s: op %d wrote %q and op %d wrote %q at offset %d", l.TP, x.Op, a.value, y.Op, b.value, a.offset)}
+				Message: fmt.Sprintf("%s: op %d wrote %q and op %d wrote %q at offset %d", c.p.TP, x.Op, a.value, y.Op, b.value, a.offset)}
 		}
 	}
-	// Earliest linearization point of each append, in offset order.
-	lin := make([]int64, len(apps))
-	cur, curOp := int64(-1<<63), -1
-	for i, a := range apps {
-		if a.Call > cur {
-			cur, curOp = a.Call, i
-		}
-		lin[i] = cur
-		if cur > a.Return {
-			b := apps[curOp]
-			return &LogViolation{Anomaly: "offset-order", Offset: a.Output.Offset, Ops: []history.ID{a.Op, b.Op},
-				Message: fmt.Sprintf("%s: op %d returned offset %d at %d, but op %d, invoked later at %d, got the lower offset %d",
-					l.TP, a.Op, a.Output.Offset, a.Return, b.Op, b.Call, b.Output.Offset)}
-		}
-	}
-	offsets := make([]int64, len(slots))
-	visiblePrefix := make([]int, len(slots)+1)
-	for i, s := range slots {
-		offsets[i] = s.offset
-		visiblePrefix[i+1] = visiblePrefix[i]
-		if s.vis == model.Visible {
-			visiblePrefix[i+1]++
+	panic(fmt.Sprintf("checkers: CheckLog: %s: appends overlap but no offset holds two values", c.p.TP))
+}
+
+// unwritten names a record at an offset no append wrote: a duplicate if
+// some append wrote its value elsewhere (the first in offset order), else
+// garbage.
+func (c *logCheck) unwritten(rd *model.Read, rec int32) *LogViolation {
+	r, p := c.r, c.p
+	v, off := r.RecordValue(rec), r.RecordOffsets[rec]
+	for s := range int32(len(c.slotCell)) {
+		if r.Values[c.value(s)] == v {
+			w := c.app(s).Op
+			at := p.Cells.Offset(c.slotCell[s])
+			return &LogViolation{Anomaly: "duplicate", Offset: off, Ops: []history.ID{rd.Op, w},
+				Message: fmt.Sprintf("%s: op %d read %q at offset %d, but op %d wrote it at offset %d", p.TP, rd.Op, v, off, w, at)}
 		}
 	}
-	find := func(off int64) int {
-		i := sort.Search(len(offsets), func(i int) bool { return offsets[i] >= off })
-		if i < len(offsets) && offsets[i] == off {
-			return i
-		}
-		return -1
+	return &LogViolation{Anomaly: "garbage-read", Offset: off, Ops: []history.ID{rd.Op},
+		Message: fmt.Sprintf("%s: op %d read %q at offset %d, which no send that may have happened wrote", p.TP, rd.Op, v, off)}
+}
+
+// skipped names the first entry in slots first..last that read rd had to
+// return and did not: a poll-skip if another read returned it, else a
+// lost-write.
+func (c *logCheck) skipped(rd *model.Read, lo, hi int64, first, last int32) *LogViolation {
+	r, p := c.r, c.p
+	got := map[int64]bool{}
+	for _, off := range r.RecordOffsets[rd.Record : rd.Record+rd.Count] {
+		got[off] = true
 	}
-	// First pass: mark entries some read returned, to tell a skip from a loss.
-	for _, r := range reads {
-		for _, e := range r.Output.Records {
-			if i := find(e.Offset); i >= 0 && slots[i].value == e.Value {
-				slots[i].seen = true
-			}
+	for s := first; s <= last; s++ {
+		a := c.app(s)
+		off := p.Cells.Offset(c.slotCell[s])
+		if got[off] || (rd.Committed && a.Visibility != model.Visible) {
+			continue
 		}
+		name, how := "lost-write", "which no read ever returned"
+		if c.seenSlot(s) {
+			name, how = "poll-skip", "which other reads returned"
+		}
+		return &LogViolation{Anomaly: name, Offset: off, Ops: []history.ID{rd.Op, a.Op},
+			Message: fmt.Sprintf("%s: op %d read %d..%d but skipped %q at offset %d written by op %d, %s", p.TP, rd.Op, lo, hi, r.Values[c.value(s)], off, a.Op, how)}
 	}
-	var writer map[string]int64
-	for _, r := range reads {
-		recs := r.Output.Records
-		for i := 1; i < len(recs); i++ {
-			if recs[i].Offset <= recs[i-1].Offset {
-				return &LogViolation{Anomaly: "nonmonotonic-poll", Offset: recs[i].Offset, Ops: []history.ID{r.Op},
-					Message: fmt.Sprintf("%s: op %d returned offset %d after offset %d", l.TP, r.Op, recs[i].Offset, recs[i-1].Offset)}
-			}
-		}
-		lo, hi := r.Input.From, recs[len(recs)-1].Offset
-		if lo < 0 {
-			lo = recs[0].Offset
-		}
-		if recs[0].Offset < lo {
-			return &LogViolation{Anomaly: "nonmonotonic-poll", Offset: recs[0].Offset, Ops: []history.ID{r.Op},
-				Message: fmt.Sprintf("%s: op %d fetched from %d but returned offset %d", l.TP, r.Op, lo, recs[0].Offset)}
-		}
-		required := 0
-		for _, e := range recs {
-			i := find(e.Offset)
-			if i < 0 {
-				if writer == nil {
-					writer = make(map[string]int64, len(slots))
-					for _, s := range slots {
-						if _, dup := writer[s.value]; !dup {
-							writer[s.value] = s.offset
-						}
-					}
-				}
-				if at, ok := writer[e.Value]; ok {
-					return &LogViolation{Anomaly: "duplicate", Offset: e.Offset, Ops: []history.ID{r.Op, apps[slots[find(at)].app].Op},
-						Message: fmt.Sprintf("%s: op %d read %q at offset %d, but op %d wrote it at offset %d", l.TP, r.Op, e.Value, e.Offset, apps[slots[find(at)].app].Op, at)}
-				}
-				return &LogViolation{Anomaly: "garbage-read", Offset: e.Offset, Ops: []history.ID{r.Op},
-					Message: fmt.Sprintf("%s: op %d read %q at offset %d, which no send that may have happened wrote", l.TP, r.Op, e.Value, e.Offset)}
-			}
-			s := slots[i]
-			if s.value != e.Value {
-				return &LogViolation{Anomaly: "inconsistent-offsets", Offset: e.Offset, Ops: []history.ID{r.Op, apps[s.app].Op},
-					Message: fmt.Sprintf("%s: op %d read %q at offset %d, where op %d wrote %q", l.TP, r.Op, e.Value, e.Offset, apps[s.app].Op, s.value)}
-			}
-			if r.Input.Committed && s.vis == model.Aborted {
-				return &LogViolation{Anomaly: "G1a", Offset: e.Offset, Ops: []history.ID{r.Op, apps[s.app].Op},
-					Message: fmt.Sprintf("%s: read_committed op %d read %q at offset %d, written by aborted transaction of op %d", l.TP, r.Op, e.Value, e.Offset, apps[s.app].Op)}
-			}
-			if !r.Input.Committed || s.vis == model.Visible {
-				required++
-			}
-		}
-		first := sort.Search(len(offsets), func(i int) bool { return offsets[i] >= lo })
-		last := find(hi)
-		want := last + 1 - first
-		if r.Input.Committed {
-			want = visiblePrefix[last+1] - visiblePrefix[first]
-		}
-		if required != want {
-			got := map[int64]bool{}
-			for _, e := range recs {
-				got[e.Offset] = true
-			}
-			for i := first; i <= last; i++ {
-				s := slots[i]
-				if got[s.offset] || (r.Input.Committed && s.vis != model.Visible) {
-					continue
-				}
-				name, how := "lost-write", "which no read ever returned"
-				if s.seen {
-					name, how = "poll-skip", "which other reads returned"
-				}
-				return &LogViolation{Anomaly: name, Offset: s.offset, Ops: []history.ID{r.Op, apps[s.app].Op},
-					Message: fmt.Sprintf("%s: op %d read %d..%d but skipped %q at offset %d written by op %d, %s", l.TP, r.Op, lo, hi, s.value, s.offset, apps[s.app].Op, how)}
-			}
-			panic(fmt.Sprintf("checkers: CheckLog: %s op %d: required count %d != %d but no skipped entry found", l.TP, r.Op, required, want))
-		}
-		if a := slots[last].app; lin[a] > r.Return {
-			late := apps[a]
-			for j := a; j >= 0; j-- {
-				if apps[j].Call == lin[a] {
-					late = apps[j]
-					break
+	panic(fmt.Sprintf("checkers: CheckLog: %s op %d: a read skipped a required entry but none is missing", p.TP, rd.Op))
+}
+
+// seenSlot reports whether some read returned slot s.
+func (c *logCheck) seenSlot(s int32) bool {
+	if c.seen == nil {
+		c.seen = make([]bool, len(c.slotCell))
+		for _, ri := range c.p.Reads {
+			rd := &c.r.Reads[ri]
+			for rec := rd.Record; rec < rd.Record+rd.Count; rec++ {
+				if t := c.slot(c.r.RecordOffsets[rec]); t >= 0 && c.r.RecordValues[rec] == c.value(t) {
+					c.seen[t] = true
 				}
 			}
-			return &LogViolation{Anomaly: "future-read", Offset: hi, Ops: []history.ID{r.Op, late.Op},
-				Message: fmt.Sprintf("%s: op %d returned at %d having read up to offset %d, but op %d, at offset %d, was only invoked at %d", l.TP, r.Op, r.Return, hi, late.Op, late.Output.Offset, late.Call)}
 		}
 	}
-	return nil
+	return c.seen[s]
 }
 
 func cmp64(a, b int64) int {

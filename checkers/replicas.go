@@ -34,7 +34,7 @@ func (a *analysis) replicaAgreement() {
 	}
 	byTP := map[history.TopicPartition][]*sample{}
 	var tps []history.TopicPartition
-	for i := range a.h {
+	for _, i := range a.rare {
 		op := &a.h[i]
 		if op.Kind != history.KindReplica || !op.Replica.Online {
 			continue // not recovered yet: its raw disk is no replica's word

@@ -26,6 +26,13 @@
 // exponential. Log.Unchained removes the chain, and a test holds the two to
 // the same verdicts.
 //
+// Resolve lays that resolution out flat for the checkers: every value and
+// record in one array, each partition's offsets numbered (Cells), its
+// appends sorted by offset, and each record matched once with the value
+// written at its offset, so the checkers read a history of a million
+// operations without copying a value or hashing an offset. Logs builds
+// porcupine's operations from it.
+//
 // Committed offsets: a register per group and partition starting at
 // NoOffset; commits (and committed transactions' offsets) write it, offset
 // fetches read it.

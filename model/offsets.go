@@ -78,7 +78,7 @@ func OffsetModel() porcupine.Model {
 // transactions' offsets (ok: definite; info: may take effect any time after
 // the call; fail: left out); reads from ok offset fetches.
 func OffsetRegisters(h history.History) []OffsetRegister {
-	clients := Clients(h)
+	var clients map[string]int // only if there is a register: numbering the processes walks the history
 	type key struct {
 		group string
 		tp    history.TopicPartition
@@ -90,6 +90,9 @@ func OffsetRegisters(h history.History) []OffsetRegister {
 		if r == nil {
 			r = &OffsetRegister{Group: group, TP: po.TP}
 			regs[k] = r
+		}
+		if clients == nil {
+			clients = Clients(h)
 		}
 		ret := op.Return
 		if op.Outcome == history.Info {

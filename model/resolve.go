@@ -77,220 +77,115 @@ func VisibilityOf(h history.History, index history.Index, s *history.Send) Visib
 	return Undecided
 }
 
-type pendingAppend struct {
-	op  *history.Op
-	vis Visibility
-}
-
-type pendingRead struct {
-	op        *history.Op
-	from      int64
-	committed bool
-	recs      []history.Record
-}
-
-type partitionBuild struct {
-	tp         history.TopicPartition
-	definite   []pendingAppend
-	indefinite []pendingAppend
-	reads      []pendingRead
-	nRecords   int
-}
-
 // Logs splits a valid history into resolved partition logs, sorted by
 // topic-partition. Failed sends are left out (they did not happen); so are
-// empty reads (always legal).
+// empty reads (always legal). Each indefinite send is pinned where reads
+// observed it: an observation (value v at offset o) is explained if some
+// append already claims v at o; an indefinite send is placed at the base
+// offset that explains most of its unexplained observations (ties: the
+// lowest), in invocation order, or dropped if it explains none.
 func Logs(h history.History) []Log {
-	index := h.Index()
+	r := Resolve(h)
 	clients := Clients(h)
-	byTP := map[history.TopicPartition]*partitionBuild{}
-	get := func(tp history.TopicPartition) *partitionBuild {
-		b := byTP[tp]
-		if b == nil {
-			b = &partitionBuild{tp: tp}
-			byTP[tp] = b
-		}
-		return b
-	}
-	addRead := func(op *history.Op, tp history.TopicPartition, from int64, committed bool, recs []history.Record) {
-		if len(recs) == 0 {
-			return
-		}
-		b := get(tp)
-		b.reads = append(b.reads, pendingRead{op: op, from: from, committed: committed, recs: recs})
-		b.nRecords += len(recs)
-	}
-	for i := range h {
-		op := &h[i]
-		switch op.Kind {
-		case history.KindSend:
-			s := op.Send
-			if op.Outcome == history.Fail {
-				continue
-			}
-			pa := pendingAppend{op: op, vis: VisibilityOf(h, index, s)}
-			b := get(s.TP)
-			if op.Outcome == history.OK && s.Offset >= 0 {
-				b.definite = append(b.definite, pa)
-			} else {
-				b.indefinite = append(b.indefinite, pa)
-			}
-		case history.KindPoll:
-			for _, f := range op.Poll.Fetched {
-				addRead(op, f.TP, f.From, op.Poll.Isolation == history.ReadCommitted, f.Records)
-			}
-		case history.KindFinalRead:
-			if f := op.FinalRead; f.Sink == "" {
-				addRead(op, f.TP, f.From, f.Isolation == history.ReadCommitted, f.Records)
-			}
-		}
-	}
-	builds := make([]*partitionBuild, 0, len(byTP))
-	for _, b := range byTP {
-		builds = append(builds, b)
-	}
-	slices.SortFunc(builds, func(a, b *partitionBuild) int { return a.tp.Compare(b.tp) })
-	logs := make([]Log, len(builds))
-	for i, b := range builds {
-		logs[i] = b.resolve(clients)
+	logs := make([]Log, len(r.Partitions))
+	for i := range logs {
+		logs[i] = r.Log(h, clients, i)
 	}
 	return logs
 }
 
-// resolve pins each indefinite send to where reads observed it. An
-// observation (value v at offset o) is explained if some append already
-// claims v at o; an indefinite send is placed at the base offset that
-// explains most of its unexplained observations (ties: the lowest), in
-// invocation order, or dropped if it explains none.
-func (b *partitionBuild) resolve(clients map[string]int) Log {
-	l := Log{TP: b.tp, Ops: make([]LogOp, 0, len(b.definite)+len(b.indefinite)+len(b.reads))}
-	vals := make([]string, 0, len(b.definite)+len(b.indefinite))
-	appendOp := func(pa pendingAppend, clients map[string]int, base, ret int64) LogOp {
-		op := pa.op
-		start := len(vals)
-		for _, m := range op.Send.Messages {
-			vals = append(vals, m.Value)
-		}
-		return LogOp{Op: op.ID, Node: op.Node, Client: clients[op.Process], Call: op.Call, Return: ret,
-			Input:  LogInput{TP: op.Send.TP, Values: vals[start:len(vals):len(vals)], Visibility: pa.vis, After: history.NoOffset},
-			Output: LogOutput{Offset: base}}
+// Log builds partition i's porcupine operations: its appends, then its
+// reads. clients numbers h's processes (Clients).
+func (r *Resolution) Log(h history.History, clients map[string]int, i int) Log {
+	p := &r.Partitions[i]
+	l := Log{TP: p.TP, Ops: make([]LogOp, 0, len(p.Appends)+len(p.Reads)), Pinned: p.Pinned, Dropped: p.Dropped}
+	for _, a := range p.Appends {
+		op := &h[a.Pos]
+		end := a.Value + a.Count
+		l.Ops = append(l.Ops, LogOp{Op: a.Op, Node: op.Node, Client: clients[op.Process], Call: a.Call, Return: a.Return,
+			Input:  LogInput{TP: p.TP, Values: r.Values[a.Value:end:end], Visibility: a.Visibility, After: a.After},
+			Output: LogOutput{Offset: a.Base}})
 	}
-	var cl claims
-	for _, pa := range b.definite {
-		l.Ops = append(l.Ops, appendOp(pa, clients, pa.op.Send.Offset, pa.op.Return))
+	n := 0
+	for _, k := range p.Reads {
+		n += int(r.Reads[k].Count)
 	}
-	if len(b.indefinite) > 0 {
-		for _, pa := range b.definite {
-			for i, m := range pa.op.Send.Messages {
-				cl.sorted = append(cl.sorted, claim{offset: pa.op.Send.Offset + int64(i), value: m.Value, seq: len(cl.sorted)})
-			}
+	entries := make([]Entry, n)
+	for _, k := range p.Reads {
+		rd := &r.Reads[k]
+		es := entries[:rd.Count:rd.Count]
+		entries = entries[rd.Count:]
+		for j := range es {
+			es[j] = Entry{Offset: r.RecordOffsets[rd.Record+int32(j)], Value: r.RecordValue(rd.Record + int32(j))}
 		}
-		slices.SortFunc(cl.sorted, func(x, y claim) int { // ties by seq: the first claim wins
-			switch {
-			case x.offset < y.offset:
-				return -1
-			case x.offset > y.offset:
-				return 1
-			}
-			return x.seq - y.seq
-		})
-		cl.extra = map[int64]string{}
-		wanted := map[string][]int64{}
-		for _, pa := range b.indefinite {
-			for _, m := range pa.op.Send.Messages {
-				wanted[m.Value] = nil
-			}
-		}
-		for _, r := range b.reads {
-			for _, e := range r.recs {
-				if obs, ok := wanted[e.Value]; ok && !slices.Contains(obs, e.Offset) {
-					wanted[e.Value] = append(obs, e.Offset)
-				}
-			}
-		}
-		ind := slices.Clone(b.indefinite)
-		slices.SortFunc(ind, func(x, y pendingAppend) int {
-			if x.op.Call != y.op.Call {
-				if x.op.Call < y.op.Call {
-					return -1
-				}
-				return 1
-			}
-			return int(x.op.ID - y.op.ID)
-		})
-		for _, pa := range ind {
-			msgs := pa.op.Send.Messages
-			best, bestScore := int64(-1), 0
-			for i, m := range msgs {
-				for _, o := range wanted[m.Value] {
-					base := o - int64(i)
-					if v, taken := cl.at(o); base < 0 || (taken && v == m.Value) {
-						continue
-					}
-					score := 0
-					for k, mk := range msgs {
-						if at := base + int64(k); slices.Contains(wanted[mk.Value], at) {
-							if v, taken := cl.at(at); !taken || v != mk.Value {
-								score++
-							}
-						}
-					}
-					if score > bestScore || (score == bestScore && score > 0 && base < best) {
-						best, bestScore = base, score
-					}
-				}
-			}
-			if bestScore == 0 {
-				l.Dropped = append(l.Dropped, pa.op.ID)
-				continue
-			}
-			ret := history.Never
-			if pa.op.Outcome == history.OK {
-				ret = pa.op.Return // acknowledged, offset unknown: it happened before it returned
-			}
-			l.Ops = append(l.Ops, appendOp(pa, clients, best, ret))
-			l.Pinned = append(l.Pinned, pa.op.ID)
-			for k, mk := range msgs {
-				if _, taken := cl.at(best + int64(k)); !taken {
-					cl.extra[best+int64(k)] = mk.Value
-				}
-			}
-		}
-	}
-	// Chain the appends in offset order (see LogInput.After).
-	apps := make([]int, 0, len(l.Ops))
-	for i := range l.Ops {
-		apps = append(apps, i)
-	}
-	slices.SortFunc(apps, func(x, y int) int {
-		bx, by := l.Ops[x].Output.Offset, l.Ops[y].Output.Offset
-		switch {
-		case bx < by:
-			return -1
-		case bx > by:
-			return 1
-		}
-		return int(l.Ops[x].Op - l.Ops[y].Op)
-	})
-	end := int64(0)
-	for _, i := range apps {
-		l.Ops[i].Input.After = end
-		end = l.Ops[i].Output.Offset + int64(len(l.Ops[i].Input.Values))
-	}
-	entries := make([]Entry, b.nRecords)
-	for _, r := range b.reads {
-		es := entries[:len(r.recs):len(r.recs)]
-		entries = entries[len(r.recs):]
-		for i, rec := range r.recs {
-			es[i] = Entry{Offset: rec.Offset, Value: rec.Value}
-		}
-		op := r.op
-		l.Ops = append(l.Ops, LogOp{Op: op.ID, Node: op.Node, Client: clients[op.Process],
-			Call: op.Call, Return: op.Return,
-			Input:  LogInput{TP: b.tp, Read: true, From: r.from, Committed: r.committed, After: history.NoOffset},
+		op := &h[rd.Pos]
+		l.Ops = append(l.Ops, LogOp{Op: rd.Op, Node: op.Node, Client: clients[op.Process], Call: rd.Call, Return: rd.Return,
+			Input:  LogInput{TP: p.TP, Read: true, From: rd.From, Committed: rd.Committed, After: history.NoOffset},
 			Output: LogOutput{Offset: history.NoOffset, Records: es}})
 	}
 	return l
+}
+
+// Flatten lays one partition log out as Resolve lays out a history, so
+// that a checker of Resolutions judges it: its appends and reads in the
+// order of l.Ops (with no history behind them: Pos -1, Txn 0, Definite
+// false, and no last stable offsets).
+func Flatten(l Log) *Resolution {
+	r := &Resolution{}
+	p := Partition{TP: l.TP, Pinned: l.Pinned, Dropped: l.Dropped}
+	lo, hi, count := int64(1<<63-1), int64(-1), 0
+	written := map[int64][]int32{} // offset → the values appends put there, in order
+	for _, op := range l.Ops {
+		if op.Input.Read {
+			continue
+		}
+		a := Append{Op: op.Op, Pos: -1, Call: op.Call, Return: op.Return, Base: op.Output.Offset, Value: int32(len(r.Values)),
+			Count: int32(len(op.Input.Values)), Visibility: op.Input.Visibility, After: op.Input.After}
+		for j, v := range op.Input.Values {
+			written[a.Base+int64(j)] = append(written[a.Base+int64(j)], int32(len(r.Values)))
+			r.Values = append(r.Values, v)
+		}
+		lo, hi = min(lo, a.Base), max(hi, a.Base+max(int64(a.Count), 1)-1)
+		count += int(a.Count)
+		p.Appends = append(p.Appends, a)
+	}
+	for _, op := range l.Ops {
+		if !op.Input.Read {
+			continue
+		}
+		p.Reads = append(p.Reads, int32(len(r.Reads)))
+		r.Reads = append(r.Reads, Read{Op: op.Op, Pos: -1, Committed: op.Input.Committed, Call: op.Call, Return: op.Return,
+			From: op.Input.From, LastStable: history.NoOffset, Record: int32(len(r.RecordOffsets)), Count: int32(len(op.Output.Records))})
+		for _, e := range op.Output.Records {
+			v := int32(-1)
+			for _, w := range written[e.Offset] {
+				if r.Values[w] == e.Value {
+					v = w
+					break
+				}
+			}
+			if v < 0 {
+				r.unwritten = append(r.unwritten, unwritten{record: int32(len(r.RecordOffsets)), value: e.Value})
+			}
+			lo, hi = min(lo, e.Offset), max(hi, e.Offset)
+			count++
+			r.RecordOffsets = append(r.RecordOffsets, e.Offset)
+			r.RecordValues = append(r.RecordValues, v)
+		}
+	}
+	p.Cells = newCells(lo, hi, count, func(yield func(int64)) {
+		for _, a := range p.Appends {
+			for j := int64(0); j < max(int64(a.Count), 1); j++ {
+				yield(a.Base + j)
+			}
+		}
+		for _, off := range r.RecordOffsets {
+			yield(off)
+		}
+	})
+	p.ByOffset = byOffset(p.Appends, p.Cells)
+	r.Partitions = []Partition{p}
+	return r
 }
 
 // Unchained returns a copy of l whose appends do not name the log end they
@@ -303,26 +198,4 @@ func (l Log) Unchained() Log {
 		c.Ops[i].Input.After = history.NoOffset
 	}
 	return c
-}
-
-// claims are the values appends put at offsets: the definite ones sorted
-// by offset (first claim wins), the pinned ones in a map.
-type claims struct {
-	sorted []claim
-	extra  map[int64]string
-}
-
-type claim struct {
-	offset int64
-	value  string
-	seq    int
-}
-
-func (c *claims) at(off int64) (string, bool) {
-	i := sort.Search(len(c.sorted), func(i int) bool { return c.sorted[i].offset >= off })
-	if i < len(c.sorted) && c.sorted[i].offset == off {
-		return c.sorted[i].value, true
-	}
-	v, ok := c.extra[off]
-	return v, ok
 }
