@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -189,34 +192,80 @@ func tail(path string, n int) string {
 
 // realCluster is a controller and brokers 0..n-1 as child processes.
 type realCluster struct {
-	t          *testing.T
-	dir        string
-	controller *child
-	brokers    []*child // by broker id
+	t           *testing.T
+	dir         string
+	controllers []*child // a KRaft quorum of three, node ids 3000..3002
+	brokers     []*child // by broker id
 }
 
-// startRealCluster starts a controller and n brokers on free loopback
-// ports with the given cluster flags.
+// startRealCluster starts three controllers and n brokers on free loopback
+// ports with the given cluster flags. The quorum's addresses must be known
+// before its voters start, so the controllers' ports are drawn free first.
 func startRealCluster(t *testing.T, bin string, n int, flags ...string) *realCluster {
 	t.Helper()
 	dir := t.TempDir()
 	c := &realCluster{t: t, dir: dir}
-	c.controller = startChild(t, bin, "controller", filepath.Join(dir, "controller.log"),
-		append([]string{"controller", "--listen", "127.0.0.1:0", "--data", filepath.Join(dir, "controller")}, flags...)...)
+	var addrs, voters []string
+	for i := range 3 {
+		addr := freeLoopbackAddr(t)
+		addrs = append(addrs, addr)
+		voters = append(voters, fmt.Sprintf("%d@%s", 3000+i, addr))
+	}
+	for i, addr := range addrs {
+		name := fmt.Sprintf("controller-%d", i)
+		c.controllers = append(c.controllers, startChild(t, bin, name, filepath.Join(dir, name+".log"),
+			append([]string{"controller", "--node-id", fmt.Sprint(3000 + i), "--quorum", strings.Join(voters, ","),
+				"--listen", addr, "--data", filepath.Join(dir, name)}, flags...)...))
+	}
 	for id := range n {
 		name := fmt.Sprintf("broker-%d", id)
 		c.brokers = append(c.brokers, startChild(t, bin, name, filepath.Join(dir, name+".log"),
 			append([]string{"broker", "--id", fmt.Sprint(id), "--listen", "127.0.0.1:0",
-				"--data", filepath.Join(dir, name), "--controller", c.controller.addr}, flags...)...))
+				"--data", filepath.Join(dir, name), "--controller", strings.Join(addrs, ",")}, flags...)...))
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			for _, ch := range append([]*child{c.controller}, c.brokers...) {
+			for _, ch := range append(slices.Clone(c.controllers), c.brokers...) {
 				t.Logf("--- last lines of %s:\n%s", ch.name, tail(ch.logs, 15))
 			}
 		}
 	})
 	return c
+}
+
+// freeLoopbackAddr is a loopback address no one listens on just now.
+func freeLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+var activeRE = regexp.MustCompile(`msg=controller-active node=\S+ epoch=(\d+)`)
+
+// activeController is the running controller whose log says it became
+// active in the highest epoch, nil if none has.
+func (c *realCluster) activeController() *child {
+	var best *child
+	bestEpoch := -1
+	for _, ch := range c.controllers {
+		if !ch.running() {
+			continue
+		}
+		b, err := os.ReadFile(ch.logs)
+		if err != nil {
+			continue
+		}
+		for _, m := range activeRE.FindAllSubmatch(b, -1) {
+			if e, _ := strconv.Atoi(string(m[1])); e > bestEpoch {
+				best, bestEpoch = ch, e
+			}
+		}
+	}
+	return best
 }
 
 func (c *realCluster) addrs() []string {
@@ -230,7 +279,7 @@ func (c *realCluster) addrs() []string {
 // shutdown sends SIGTERM to every process and expects clean exits.
 func (c *realCluster) shutdown() {
 	c.t.Helper()
-	for _, ch := range append(append([]*child{}, c.brokers...), c.controller) {
+	for _, ch := range append(slices.Clone(c.brokers), c.controllers...) {
 		if !ch.running() {
 			continue
 		}

@@ -30,11 +30,12 @@ var fastFailover = []string{
 	"--replica.fetch.backoff.ms", "200",
 }
 
-// The acceptance test. A controller and three brokers run as
-// kafkasim processes on loopback; franz-go creates a topic with replication
-// factor 3 through the Kafka protocol and produces to it with acks=all and
-// idempotence; the partition's leader is SIGKILLed mid-stream and restarted
-// from its files; franz-go then consumes everything, assigned the partition
+// The acceptance test. Three controllers (a KRaft quorum) and three
+// brokers run as kafkasim processes on loopback; franz-go creates a topic
+// with replication factor 3 through the Kafka protocol and produces to it
+// with acks=all and idempotence; the partition's leader is SIGKILLed
+// mid-stream, then, once another leads, the active controller too; both are
+// restarted from their files; franz-go then consumes everything, assigned the partition
 // directly (committing offsets as a simple consumer) and as two members of a
 // consumer group taking turns (the second resuming at the first's committed
 // offset). The history of it all goes through the simulator's checkers: no
@@ -43,7 +44,7 @@ var fastFailover = []string{
 // SIGTERM.
 func TestRealModeKgoSurvivesLeaderKill(t *testing.T) {
 	if testing.Short() {
-		t.Skip("real mode: builds kafkasim and runs a 4-process cluster")
+		t.Skip("real mode: builds kafkasim and runs a 6-process cluster")
 	}
 	const (
 		topic   = "orders"
@@ -91,7 +92,8 @@ func TestRealModeKgoSurvivesLeaderKill(t *testing.T) {
 	defer prod.Close()
 	var acked, failed atomic.Int64
 	leader := c.brokers[first]
-	var killedAt int64
+	var killedAt, controllerKilledAt int64
+	var active *child
 	for i := range records {
 		switch i {
 		case records / 3:
@@ -100,14 +102,31 @@ func TestRealModeKgoSurvivesLeaderKill(t *testing.T) {
 			leader.kill()
 			rec.Nemesis(killedAt, clk.now(), "SIGKILL the leader", leader.name)
 			t.Logf("killed %s (leader) after %d acknowledgements", leader.name, acked.Load())
-		case 2 * records / 3:
+		case records / 2:
 			eventually(t, 15*time.Second, "a new leader", func() bool {
 				l, _, ok := partitionState(ctx, admin, topic, 0)
 				return ok && l >= 0 && l != first
 			})
+			// Then the active controller dies too: the other two elect a
+			// new one, which the brokers find by themselves.
+			active = c.activeController()
+			if active == nil {
+				t.Fatal("no controller says it is active")
+			}
+			controllerKilledAt = clk.now()
+			active.kill()
+			rec.Nemesis(controllerKilledAt, clk.now(), "SIGKILL the active controller", active.name)
+			t.Logf("killed %s (the active controller)", active.name)
+		case 2 * records / 3:
+			eventually(t, 15*time.Second, "another controller active", func() bool {
+				a := c.activeController()
+				return a != nil && a != active
+			})
 			leader.restart()
 			rec.Nemesis(killedAt, clk.now(), "down, then restarted from its files", leader.name)
 			t.Logf("restarted %s after %v", leader.name, time.Duration(clk.now()-killedAt).Round(time.Millisecond))
+			active.restart()
+			rec.Nemesis(controllerKilledAt, clk.now(), "down, then restarted from its files", active.name)
 		}
 		v := fmt.Sprintf("v%05d", i)
 		id := rec.Invoke(history.Op{Process: "producer", Node: "kgo", Kind: history.KindSend, Call: clk.now(),
