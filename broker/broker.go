@@ -113,6 +113,7 @@ func (b *Broker) Stop() {
 // controllerVersions are the APIs a broker calls on the controller.
 var controllerVersions = wire.NewVersions(
 	wire.Range{Key: 19, Min: 0, Max: 7},
+	wire.Range{Key: 55, Min: 0, Max: 2},
 	wire.Range{Key: 56, Min: 1, Max: 1},
 	wire.Range{Key: 62, Min: 0, Max: 1},
 	wire.Range{Key: 63, Min: 0, Max: 1},

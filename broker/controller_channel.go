@@ -57,7 +57,7 @@ func why(err error) string {
 }
 
 // notController reports whether a controller answered that it is not the
-// active one.
+// active one (DescribeQuorum: not the quorum's leader).
 func notController(resp kmsg.Response) bool {
 	code := kerr.NotController.Code
 	switch r := resp.(type) {
@@ -71,6 +71,9 @@ func notController(resp kmsg.Response) bool {
 		return r.ErrorCode == code
 	case *kmsg.CreateTopicsResponse:
 		return len(r.Topics) > 0 && r.Topics[0].ErrorCode == code
+	case *kmsg.DescribeQuorumResponse:
+		return len(r.Topics) > 0 && len(r.Topics[0].Partitions) > 0 &&
+			r.Topics[0].Partitions[0].ErrorCode == kerr.NotLeaderForPartition.Code
 	}
 	return false
 }

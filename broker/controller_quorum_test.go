@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -177,4 +178,47 @@ func TestAnActiveControllerCutFromItsQuorumCannotFenceAndIsReplaced(t *testing.T
 	q.w.Heal()
 	require.NoError(t, q.w.RunFor(5*time.Second))
 	require.True(t, oldCtl.Fenced(2), "healed, the old controller applies the fence from the log")
+}
+
+// DescribeQuorum, asked of a broker, is forwarded to the controllers and
+// answered by the quorum's leader: its id and epoch, the high watermark,
+// every voter's log end and last fetch, every voter's endpoint.
+func TestDescribeQuorumThroughABroker(t *testing.T) {
+	q := newQuorumCluster(t, 2)
+	require.NoError(t, q.w.RunFor(2*time.Second))
+	d := q.w.Node("client").Process().(*driver)
+	var got *kmsg.DescribeQuorumResponseTopicPartition
+	var nodes int
+	for attempt := 0; attempt < 5 && got == nil; attempt++ {
+		req := kmsg.NewPtrDescribeQuorumRequest()
+		rt := kmsg.NewDescribeQuorumRequestTopic()
+		rt.Topic = "__cluster_metadata"
+		rt.Partitions = []kmsg.DescribeQuorumRequestTopicPartition{kmsg.NewDescribeQuorumRequestTopicPartition()}
+		req.Topics = append(req.Topics, rt)
+		done := false
+		q.w.Node("client").Exec(func() {
+			cl := rpc.NewClient(d.Router, q.brokers[0], rpc.ClientOptions{ClientID: "test"})
+			cl.Do(req, 10*time.Second, func(r kmsg.Response, e error) {
+				done = true
+				if e == nil {
+					resp := r.(*kmsg.DescribeQuorumResponse)
+					if p := &resp.Topics[0].Partitions[0]; p.ErrorCode == 0 {
+						got, nodes = p, len(resp.Nodes)
+					}
+				}
+				cl.Close()
+			})
+		})
+		_, err := q.w.RunWhile(func() bool { return !done }, 20*time.Second)
+		require.NoError(t, err)
+	}
+	require.NotNil(t, got, "the quorum's leader answered within five asks")
+	require.Equal(t, controller.ID+int32(slices.Index(q.ctls, q.activeName())), got.LeaderID)
+	require.Positive(t, got.HighWatermark)
+	require.Len(t, got.CurrentVoters, 3)
+	require.Equal(t, 3, nodes)
+	for _, v := range got.CurrentVoters {
+		require.GreaterOrEqual(t, v.LogEndOffset, int64(0), "voter %d has fetched", v.ReplicaID)
+		require.Positive(t, v.LastFetchTimestamp)
+	}
 }

@@ -29,6 +29,8 @@ func (b *Broker) serve(r *rpc.Request) {
 		r.Respond(b.handleOffsetForLeaderEpoch(req))
 	case *kmsg.CreateTopicsRequest:
 		b.handleCreateTopics(r, req)
+	case *kmsg.DescribeQuorumRequest:
+		b.handleDescribeQuorum(r, req)
 	case *kmsg.InitProducerIDRequest:
 		b.handleInitProducerID(r, req)
 	case *kmsg.FindCoordinatorRequest:
@@ -220,6 +222,25 @@ func (b *Broker) handleCreateTopics(r *rpc.Request, req *kmsg.CreateTopicsReques
 				rt.ErrorMessage = &msg
 				out.Topics = append(out.Topics, rt)
 			}
+			r.Respond(out)
+			return
+		}
+		r.Respond(resp)
+	})
+}
+
+// handleDescribeQuorum forwards to the controllers, as a KRaft broker does
+// (only the quorum's leader describes it: the controller channel moves on
+// from one that answers NOT_LEADER_OR_FOLLOWER, and the client asks again).
+func (b *Broker) handleDescribeQuorum(r *rpc.Request, req *kmsg.DescribeQuorumRequest) {
+	fwd := kmsg.NewPtrDescribeQuorumRequest()
+	fwd.Topics = req.Topics
+	b.controller.Do(fwd, b.cfg.BrokerSessionTimeout, func(resp kmsg.Response, err error) {
+		if err != nil {
+			out := kmsg.NewPtrDescribeQuorumResponse()
+			out.ErrorCode = kerr.RequestTimedOut.Code
+			msg := fmt.Sprintf("controller: %v", err)
+			out.ErrorMessage = &msg
 			r.Respond(out)
 			return
 		}

@@ -28,4 +28,5 @@ var Versions = wire.NewVersions(
 	wire.Range{Key: 26, Min: 0, Max: 5}, // EndTxn (v5: KIP-890 epoch bump)
 	wire.Range{Key: 27, Min: 0, Max: 2}, // WriteTxnMarkers (brokers)
 	wire.Range{Key: 28, Min: 0, Max: 5}, // TxnOffsetCommit (v6 is by topic id)
+	wire.Range{Key: 55, Min: 0, Max: 2}, // DescribeQuorum (forwarded to the controllers)
 )

@@ -25,18 +25,20 @@ const (
 	keyVote             int16 = 52
 	keyBeginQuorumEpoch int16 = 53
 	keyEndQuorumEpoch   int16 = 54
+	keyDescribeQuorum   int16 = 55
 )
 
 // Ranges are the quorum APIs and versions a voter serves and calls, those
 // of Kafka 4.x's KRaft controllers where kmsg encodes them: Vote 0-2
 // (v2: PreVote, KIP-996), BeginQuorumEpoch 0-1, EndQuorumEpoch 0-1 and
 // Fetch 12-17 (v12 brings LastFetchedEpoch and DivergingEpoch; v13+ name
-// the topic by id, v15+ the replica by ReplicaState).
+// the topic by id, v15+ the replica by ReplicaState); DescribeQuorum 0-2.
 var Ranges = []wire.Range{
 	{Key: keyFetch, Min: 12, Max: 17},
 	{Key: keyVote, Min: 0, Max: 2},
 	{Key: keyBeginQuorumEpoch, Min: 0, Max: 1},
 	{Key: keyEndQuorumEpoch, Min: 0, Max: 1},
+	{Key: keyDescribeQuorum, Min: 0, Max: 2},
 }
 
 // Versions are Ranges plus ApiVersions: what a process whose server only

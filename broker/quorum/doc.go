@@ -26,7 +26,10 @@
 // BeginQuorumEpoch 0-1, EndQuorumEpoch 0-1, Fetch 12-17 (v12 brings
 // LastFetchedEpoch and DivergingEpoch; v13+ names the topic by id, Kafka's
 // METADATA_TOPIC_ID 0…01, v12 by the name __cluster_metadata; v15+ names
-// the fetcher by ReplicaState.ID, earlier versions by ReplicaID). Versions
+// the fetcher by ReplicaState.ID, earlier versions by ReplicaID), and
+// DescribeQuorum 0-2, answered by the runtime from the core's view without a
+// step: the leader reports every voter's log end and fetch times (wall
+// clock), a follower NOT_LEADER_OR_FOLLOWER (describe.go). Versions
 // adds ApiVersions for a process that serves nothing else. Every message
 // addresses the one partition __cluster_metadata/0; a request for another
 // is answered UNKNOWN_TOPIC_OR_PARTITION. The version used is the highest
@@ -127,7 +130,7 @@
 //
 // Snapshots (FetchSnapshot, log start offsets above 0), observers (brokers
 // fetching the metadata log), voter changes (KIP-853: AddRaftVoter,
-// UpdateRaftVoter, directory ids are sent as zero), DescribeQuorum,
+// UpdateRaftVoter, directory ids are sent as zero),
 // cluster id checks, endpoints in Vote/BeginQuorumEpoch/EndQuorumEpoch,
 // batching several entries per batch, and a peer that negotiates Vote below v2 (a pre-vote
 // would then go out as a real vote; every voter here speaks v2).

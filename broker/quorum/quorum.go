@@ -149,8 +149,11 @@ func (v *Voter) Propose(data []byte) (offset int64, err error) {
 // BeginQuorumEpoch, EndQuorumEpoch, Fetch) and reports whether it was.
 // The core answers within the step; the answer is the rpc response.
 func (v *Voter) Handle(r *rpc.Request) bool {
-	switch r.Body.(type) {
+	switch req := r.Body.(type) {
 	case *kmsg.VoteRequest, *kmsg.BeginQuorumEpochRequest, *kmsg.EndQuorumEpochRequest, *kmsg.FetchRequest:
+	case *kmsg.DescribeQuorumRequest:
+		r.Respond(v.describe(req)) // read only: no step of the core
+		return true
 	default:
 		return false
 	}

@@ -103,6 +103,7 @@ func (e NotLeaderError) Error() string {
 type remote struct {
 	end       int64    // fetch offset of its last consistent fetch, -1 if none this epoch
 	lastFetch env.Time // last fetch in this epoch, or when the epoch began
+	caughtUp  env.Time // last fetch from the leader's end, 0 if none this epoch
 	acked     bool     // BeginQuorumEpoch (or EndQuorumEpoch, resigned) acknowledged
 	sentAt    env.Time // last BeginQuorumEpoch/EndQuorumEpoch sent
 }
@@ -303,6 +304,30 @@ func (n *Node) parkedIDs() []int32 {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// VoterState is one voter as the leader sees it (DescribeQuorum's
+// ReplicaState): its log end (the fetch offset of its last fetch, -1 if
+// none this epoch; the leader's own end for itself), its last fetch and
+// when it last fetched from the leader's end (0 if never this epoch).
+type VoterState struct {
+	ID                  int32
+	LogEnd              int64
+	LastFetch, CaughtUp env.Time
+}
+
+// VoterStates is every voter's state, the leader first then by id, as
+// LeaderState.describeQuorum reports it; nil unless the node leads.
+func (n *Node) VoterStates() []VoterState {
+	if n.role != Leader {
+		return nil
+	}
+	out := []VoterState{{ID: n.cfg.ID, LogEnd: n.LogEnd(), LastFetch: n.now, CaughtUp: n.now}}
+	for _, v := range n.others() {
+		r := n.remotes[v]
+		out = append(out, VoterState{ID: v, LogEnd: r.end, LastFetch: r.lastFetch, CaughtUp: r.caughtUp})
+	}
+	return out
 }
 
 // Parked reports whether the leader holds a fetch from voter id: the
@@ -883,6 +908,9 @@ func (n *Node) fetchAnswer(from int32, m FetchRequest) FetchResponse {
 		resp.DivergingEpoch = &e
 	} else {
 		r.end = m.FetchOffset
+		if m.FetchOffset >= n.LogEnd() {
+			r.caughtUp = n.now
+		}
 		n.maybeAdvanceHW()
 		recs := n.log[m.FetchOffset:]
 		if c := n.cfg.FetchMaxEntries; c > 0 && len(recs) > c {
