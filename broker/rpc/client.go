@@ -67,6 +67,7 @@ type Client struct {
 	conn     *inflight.Conn[*call, kmsg.Response]
 	versions wire.Versions // the server's, from ApiVersions
 	corr     int32
+	sizes    wire.SizeHints
 }
 
 type call struct {
@@ -189,7 +190,8 @@ func (p protocol) Send(conn env.ConnID, k *call) (answered bool, err error) {
 	k.req.SetVersion(v)
 	c.corr++
 	k.corr = c.corr
-	c.e.Send(conn, wire.AppendRequest(nil, k.req, k.corr, c.opts.ClientID))
+	key := k.req.Key()
+	c.e.Send(conn, c.sizes.Saw(key, wire.AppendRequest(c.sizes.Buffer(key), k.req, k.corr, c.opts.ClientID)))
 	return !k.noAnswer, nil
 }
 

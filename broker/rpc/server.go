@@ -19,6 +19,7 @@ type Server struct {
 	versions wire.Versions
 	handle   Handler
 	conns    map[env.ConnID]*serverConn
+	sizes    wire.SizeHints
 	// RequestsMax bounds the requests queued on one connection; a client
 	// that pipelines more is cut off.
 	RequestsMax int
@@ -123,7 +124,8 @@ func (s *Server) drop(sc *serverConn) {
 // Respond sends resp and lets the connection's next request be served.
 func (r *Request) Respond(resp kmsg.Response) {
 	r.finish(func() {
-		r.srv.e.Send(r.Conn, wire.AppendResponse(nil, r.Header, resp))
+		sz := &r.srv.sizes
+		r.srv.e.Send(r.Conn, sz.Saw(r.Header.Key, wire.AppendResponse(sz.Buffer(r.Header.Key), r.Header, resp)))
 	})
 }
 
