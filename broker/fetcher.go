@@ -2,7 +2,6 @@ package broker
 
 import (
 	"errors"
-	"maps"
 	"slices"
 	"time"
 
@@ -21,6 +20,7 @@ type fetcher struct {
 	b        *Broker
 	leader   int32
 	parts    map[metadata.TopicPartition]*fetchState
+	order    []metadata.TopicPartition // parts' keys, sorted: the order kick sweeps them in
 	inflight bool
 	timer    env.TimerID
 }
@@ -37,13 +37,21 @@ func (b *Broker) startFetching(p *partition) {
 		f = &fetcher{b: b, leader: p.leader(), parts: map[metadata.TopicPartition]*fetchState{}}
 		b.fetchers[p.leader()] = f
 	}
+	if _, ok := f.parts[p.tp]; !ok {
+		i, _ := slices.BinarySearchFunc(f.order, p.tp, metadata.TopicPartition.Compare)
+		f.order = slices.Insert(f.order, i, p.tp)
+	}
 	f.parts[p.tp] = &fetchState{p: p, epoch: p.epoch()}
 	f.kick()
 }
 
 func (b *Broker) stopFetching(tp metadata.TopicPartition) {
 	for _, f := range b.fetchers {
-		delete(f.parts, tp)
+		if _, ok := f.parts[tp]; ok {
+			delete(f.parts, tp)
+			i, _ := slices.BinarySearchFunc(f.order, tp, metadata.TopicPartition.Compare)
+			f.order = slices.Delete(f.order, i, i+1)
+		}
 	}
 }
 
@@ -65,7 +73,10 @@ func (f *fetcher) kick() {
 	now := f.b.e.Now()
 	var truncate, fetch []*fetchState
 	var wake env.Time
-	for _, tp := range slices.SortedFunc(maps.Keys(f.parts), metadata.TopicPartition.Compare) {
+	if len(f.order) != len(f.parts) {
+		panic(invariantf("fetcher from %d: %d partitions in order, %d fetched", f.leader, len(f.order), len(f.parts)))
+	}
+	for _, tp := range f.order {
 		s := f.parts[tp]
 		switch {
 		case now < s.delay:

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/kafkasim/kafkasim/broker/defect"
@@ -32,9 +31,11 @@ type waiter interface{ wake() bool }
 
 // PartitionState is a snapshot of a replica for tests and the harness.
 type PartitionState struct {
-	Role          string
-	Leader        int32
-	LeaderEpoch   int32
+	Role        string
+	Leader      int32
+	LeaderEpoch int32
+	// ISR is the replica's own (a change replaces it, never edits it):
+	// read it, do not keep or change it.
 	ISR           []int32
 	HighWatermark int64
 	// LastStableOffset is the first offset of an undecided transaction
@@ -46,7 +47,7 @@ type PartitionState struct {
 
 func (p *partition) snapshot() PartitionState {
 	a := p.r.Assignment()
-	s := PartitionState{Role: p.r.Role().String(), Leader: a.Leader, LeaderEpoch: a.LeaderEpoch, ISR: slices.Clone(a.ISR), HighWatermark: p.r.HighWatermark()}
+	s := PartitionState{Role: p.r.Role().String(), Leader: a.Leader, LeaderEpoch: a.LeaderEpoch, ISR: a.ISR, HighWatermark: p.r.HighWatermark()}
 	if p.log != nil {
 		s.LogEndOffset, s.LogStartOffset = p.log.LogEndOffset(), p.log.LogStartOffset()
 		s.LastStableOffset = p.lastStableOffset()

@@ -381,7 +381,11 @@ func (r *Replica) truncate(offset int64, how, why string) {
 // effectiveISR is the ISR the leader must wait for: the committed one plus
 // any member a pending change adds (Kafka's "maximal ISR"), so the high
 // watermark never outruns a replica that may be in the ISR.
+// The result is for reading: without a pending change it is the ISR itself.
 func (r *Replica) effectiveISR() []int32 {
+	if len(r.pendingISR) == 0 {
+		return r.a.ISR
+	}
 	isr := slices.Clone(r.a.ISR)
 	for _, id := range r.pendingISR {
 		if !slices.Contains(isr, id) {
