@@ -55,13 +55,12 @@ func (a *analysis) inconsistentOffsets(p *partition) {
 		var ids []history.ID
 		for q := first; q >= 0; q = p.next[q] {
 			pr := &p.pairs[q]
-			by := pr.writer
-			verb := "written by"
-			if by < 0 {
-				by, verb = pr.reader, "read by"
+			by, verb := a.sent(pr.writer), "written by"
+			if by == 0 {
+				by, verb = a.read(pr.reader), "read by"
 			}
-			desc = append(desc, fmt.Sprintf("%q (%s op %d)", a.values.strs[pr.value], verb, a.id(by)))
-			ids = append(ids, a.id(by))
+			desc = append(desc, fmt.Sprintf("%q (%s op %d)", a.values.str(pr.value), verb, by))
+			ids = append(ids, by)
 		}
 		a.rep.add("inconsistent-offsets", Witness{
 			Message: fmt.Sprintf("%s offset %d holds %s", p.tp, p.pairs[first].offset, strings.Join(desc, " and ")),
@@ -77,13 +76,13 @@ func (a *analysis) duplicates(p *partition) {
 			pr := &p.pairs[q]
 			offs = append(offs, fmt.Sprint(pr.offset))
 			if pr.writer >= 0 {
-				ids = append(ids, a.id(pr.writer))
+				ids = append(ids, a.sent(pr.writer))
 			} else {
-				ids = append(ids, a.id(pr.reader))
+				ids = append(ids, a.read(pr.reader))
 			}
 		}
 		a.rep.add("duplicate", Witness{
-			Message: fmt.Sprintf("%s holds %q at offsets %s", p.tp, a.values.strs[p.pairs[group[0]].value], strings.Join(offs, ", ")),
+			Message: fmt.Sprintf("%s holds %q at offsets %s", p.tp, a.values.str(p.pairs[group[0]].value), strings.Join(offs, ", ")),
 			Ops:     a.ref(ids...)})
 	}
 }
@@ -92,20 +91,20 @@ func (a *analysis) duplicates(p *partition) {
 // when commit was requested, or else after its last send was invoked.
 func (a *analysis) txnEnd(txn int32) int64 {
 	if a.txnEnds == nil {
-		a.txnEnds = map[int32]int64{}
-		for _, i := range a.rare {
+		a.txnEnds = make([]int64, len(a.rare))
+		for k, i := range a.rare {
 			if op := &a.h[i]; op.Kind == history.KindTxn {
-				a.txnEnds[i] = max(a.txnEnds[i], op.Txn.EndCall)
+				a.txnEnds[k] = op.Txn.EndCall
 			}
 		}
 		for k := range a.r.Sends {
 			if s := &a.r.Sends[k]; s.Txn != 0 {
-				t := a.pos(s.Txn)
+				t := a.rank(a.pos(s.Txn))
 				a.txnEnds[t] = max(a.txnEnds[t], s.Call)
 			}
 		}
 	}
-	return a.txnEnds[txn]
+	return a.txnEnds[a.rank(txn)]
 }
 
 func (a *analysis) abortedReads(p *partition) {
@@ -115,9 +114,9 @@ func (a *analysis) abortedReads(p *partition) {
 		}
 		if pr.writer < 0 {
 			if w, ok := a.failedSend(p, pr.value); ok {
-				reader := a.id(pr.reader)
+				reader := a.read(pr.reader)
 				a.rep.add("G1a", Witness{
-					Message: fmt.Sprintf("op %d read %q at %s offset %d, but its send op %d failed definitely", reader, a.values.strs[pr.value], p.tp, pr.offset, w),
+					Message: fmt.Sprintf("op %d read %q at %s offset %d, but its send op %d failed definitely", reader, a.values.str(pr.value), p.tp, pr.offset, w),
 					Ops:     a.ref(reader, w)})
 			}
 			return true
@@ -125,18 +124,19 @@ func (a *analysis) abortedReads(p *partition) {
 		if pr.readRC < 0 {
 			return true
 		}
+		txn := a.txn(pr)
 		if pr.vis == model.Aborted {
-			writer, readRC, t := a.id(pr.writer), a.id(pr.readRC), a.id(pr.txn)
+			writer, readRC, t := a.sent(pr.writer), a.read(pr.readRC), a.id(txn)
 			a.rep.add("G1a", Witness{
-				Message: fmt.Sprintf("read_committed op %d read %q at %s offset %d, written by op %d in aborted transaction op %d", readRC, a.values.strs[pr.value], p.tp, pr.offset, writer, t),
+				Message: fmt.Sprintf("read_committed op %d read %q at %s offset %d, written by op %d in aborted transaction op %d", readRC, a.values.str(pr.value), p.tp, pr.offset, writer, t),
 				Ops:     a.ref(readRC, writer, t)})
 			return true
 		}
-		if pr.txn >= 0 {
-			if end := a.txnEnd(pr.txn); pr.readRet < end {
-				writer, readRC, t := a.id(pr.writer), a.id(pr.readRC), a.id(pr.txn)
+		if txn >= 0 {
+			if ret, end := a.r.Reads[pr.readRC].Return, a.txnEnd(txn); ret < end {
+				writer, readRC, t := a.sent(pr.writer), a.read(pr.readRC), a.id(txn)
 				a.rep.add("precommitted-read", Witness{
-					Message: fmt.Sprintf("read_committed op %d returned %q (%s offset %d) at %d, before transaction op %d asked to commit at %d", readRC, a.values.strs[pr.value], p.tp, pr.offset, pr.readRet, t, end),
+					Message: fmt.Sprintf("read_committed op %d returned %q (%s offset %d) at %d, before transaction op %d asked to commit at %d", readRC, a.values.str(pr.value), p.tp, pr.offset, ret, t, end),
 					Ops:     a.ref(readRC, writer, t)})
 			}
 		}
@@ -204,7 +204,7 @@ func (a *analysis) lostWrites(p *partition, lost map[int32]bool) {
 	p.each(func(_ int32, pr *pair) bool {
 		if pr.reader >= 0 {
 			if first := p.pairs[pr.group].offset; first > bound {
-				bound, boundReader = first, a.id(pr.reader)
+				bound, boundReader = first, a.read(pr.reader)
 			}
 		}
 		return true
@@ -214,13 +214,16 @@ func (a *analysis) lostWrites(p *partition, lost map[int32]bool) {
 			return false
 		}
 		// A definite writer was acknowledged; it must also be visible.
-		if pr.writer < 0 || !pr.definite || pr.reader >= 0 || pr.valRead || (pr.txn >= 0 && !a.committed[pr.txn]) {
+		if pr.reader >= 0 || pr.valRead || !a.definite(p, pr) {
+			return true
+		}
+		if t := a.txn(pr); t >= 0 && !a.committed[t] {
 			return true
 		}
 		lost[pr.writer] = true
 		a.rep.add("lost-write", Witness{
-			Message: fmt.Sprintf("%q, acknowledged at %s offset %d by op %d, was never read, though op %d read up to offset %d", a.values.strs[pr.value], p.tp, pr.offset, a.id(pr.writer), boundReader, bound),
-			Ops:     a.ref(a.id(pr.writer), boundReader)})
+			Message: fmt.Sprintf("%q, acknowledged at %s offset %d by op %d, was never read, though op %d read up to offset %d", a.values.str(pr.value), p.tp, pr.offset, a.sent(pr.writer), boundReader, bound),
+			Ops:     a.ref(a.sent(pr.writer), boundReader)})
 		return true
 	})
 }
@@ -231,7 +234,7 @@ func (a *analysis) lostWrites(p *partition, lost map[int32]bool) {
 func (a *analysis) unseen(lost map[int32]bool) {
 	for k := range a.r.Sends {
 		s := &a.r.Sends[k]
-		if s.Part < 0 || lost[s.Pos] || !a.mustHaveCommitted(s) {
+		if s.Part < 0 || lost[int32(k)] || !a.mustHaveCommitted(s) {
 			continue
 		}
 		p := a.parts[s.Part]
@@ -268,7 +271,8 @@ func (a *analysis) tornTransactions() {
 		outValue    string
 	}
 	var order []history.ID
-	tallies := map[history.ID]*tally{}
+	tallies := make([]tally, len(a.rare)) // by rank of the transaction
+	tallied := make([]bool, len(a.rare))
 	for k := range a.r.Sends {
 		s := &a.r.Sends[k]
 		if s.Txn == 0 || s.Part < 0 {
@@ -278,10 +282,10 @@ func (a *analysis) tornTransactions() {
 		if !p.m.FinalRead {
 			continue
 		}
-		t := tallies[s.Txn]
-		if t == nil {
-			t = &tally{}
-			tallies[s.Txn] = t
+		i := a.rank(a.pos(s.Txn))
+		t := &tallies[i]
+		if !tallied[i] {
+			tallied[i] = true
 			order = append(order, s.Txn)
 		}
 		for v := s.Value; v < s.Value+s.Count; v++ {
@@ -296,7 +300,7 @@ func (a *analysis) tornTransactions() {
 	}
 	slices.Sort(order)
 	for _, id := range order {
-		if t := tallies[id]; a.committed[a.pos(id)] && t.in > 0 && t.out > 0 {
+		if t := &tallies[a.rank(a.pos(id))]; a.committed[a.pos(id)] && t.in > 0 && t.out > 0 {
 			a.rep.add("torn-transaction", Witness{
 				Message: fmt.Sprintf("committed transaction op %d has %d writes in the final output and %d missing, e.g. %q of op %d", id, t.in, t.out, t.outValue, t.outOp),
 				Ops:     a.ref(id, t.inOp, t.outOp)})
@@ -336,15 +340,12 @@ func (a *analysis) tornTransactions() {
 	if finalOp == 0 {
 		return
 	}
-	for _, i := range a.rare {
+	for k, i := range a.rare {
 		op := &a.h[i]
 		if op.Kind != history.KindTxn || op.Txn.Group == "" {
 			continue
 		}
-		t := tallies[op.ID]
-		if t == nil {
-			t = &tally{}
-		}
+		t := &tallies[k]
 		for _, po := range op.Txn.Offsets {
 			f, ok := final[key{op.Txn.Group, po.TP}]
 			if !ok {
@@ -382,83 +383,81 @@ type lastRead struct {
 // pollOrder finds poll-skip and nonmonotonic-poll: per consumer, between
 // polls with no assignment change, rebalance or seek in between, and within
 // one poll, consecutive offsets read must be consecutive in the version
-// order its isolation level sees.
+// order its isolation level sees. Per consumer, it holds the last read of
+// each partition read since its assignment last changed.
 func (a *analysis) pollOrder() {
-	last := make([]lastRead, len(a.parts)) // per partition: what this consumer read last, if held
-	isHeld := make([]bool, len(a.parts))
-	var held []int32
-	keep := func(ok func(history.TopicPartition) bool) {
-		held = slices.DeleteFunc(held, func(i int32) bool {
-			isHeld[i] = ok(a.parts[i].tp)
-			return !isHeld[i]
-		})
-	}
-	clearHeld := func() {
-		for _, i := range held {
-			isHeld[i] = false
+	consumers := make([]held[lastRead], len(a.procs))
+	var found findings
+	a.consumers.each(func(i int32) {
+		proc := a.consumers.proc[i]
+		c := &consumers[proc]
+		co := &a.consumed[i]
+		if co.poll >= 0 {
+			a.poll(c, &a.r.Polls[co.poll], proc, &found)
+			return
 		}
-		held = held[:0]
-	}
-	for proc := range a.procs {
-		clearHeld()
-		for _, pos := range a.pollsBy[proc] {
-			op := &a.h[pos]
-			switch op.Kind {
-			case history.KindAssign:
-				if op.Outcome != history.Fail {
-					keep(func(tp history.TopicPartition) bool { return slices.Contains(op.Assign.Partitions, tp) })
-				}
-			case history.KindSubscribe:
-				if op.Outcome != history.Fail {
-					keep(func(tp history.TopicPartition) bool { return slices.Contains(op.Subscribe.Topics, tp.Topic) })
-				}
-			case history.KindRebalance:
-				keep(func(tp history.TopicPartition) bool { return slices.Contains(op.Rebalance.Assigned, tp) })
-			case history.KindSeek:
-				for _, po := range op.Seek.Offsets {
-					keep(func(tp history.TopicPartition) bool { return tp != po.TP })
-				}
-			case history.KindPoll:
-				if op.Poll.Rebalanced || (a.opts.Rebalancing && op.Poll.Group != "") {
-					clearHeld()
-				}
-				for k := a.readAt[pos]; k >= 0 && k < int32(len(a.r.Reads)) && a.r.Reads[k].Pos == pos; k++ {
-					rd := &a.r.Reads[k]
-					p := a.parts[rd.Part]
-					ranks := p.ranks(op.Poll.Isolation)
-					offs := a.r.RecordOffsets[rd.Record : rd.Record+rd.Count]
-					if isHeld[p.index] {
-						a.pollStep(p, ranks, last[p.index].offset, offs[0], last[p.index].op, op.ID)
-					}
-					for i := 1; i < len(offs); i++ {
-						a.pollStep(p, ranks, offs[i-1], offs[i], op.ID, op.ID)
-					}
-					if op.Outcome == history.OK {
-						if !isHeld[p.index] {
-							isHeld[p.index] = true
-							held = append(held, p.index)
-						}
-						last[p.index] = lastRead{offset: offs[len(offs)-1], op: op.ID}
-					}
-				}
+		keep := func(ok func(history.TopicPartition) bool) {
+			c.keep(func(part int32) bool { return ok(a.parts[part].tp) })
+		}
+		switch op := &a.h[co.pos]; op.Kind {
+		case history.KindAssign:
+			if op.Outcome != history.Fail {
+				keep(func(tp history.TopicPartition) bool { return slices.Contains(op.Assign.Partitions, tp) })
 			}
+		case history.KindSubscribe:
+			if op.Outcome != history.Fail {
+				keep(func(tp history.TopicPartition) bool { return slices.Contains(op.Subscribe.Topics, tp.Topic) })
+			}
+		case history.KindRebalance:
+			keep(func(tp history.TopicPartition) bool { return slices.Contains(op.Rebalance.Assigned, tp) })
+		case history.KindSeek:
+			for _, po := range op.Seek.Offsets {
+				keep(func(tp history.TopicPartition) bool { return tp != po.TP })
+			}
+		}
+	})
+	found.report(a.rep)
+}
+
+// poll judges one poll of consumer c's: its reads, in order, each against
+// the last read of its partition (if held) and within itself.
+func (a *analysis) poll(c *held[lastRead], pl *model.Polled, proc int32, found *findings) {
+	if pl.Rebalanced || (a.opts.Rebalancing && pl.Grouped) {
+		c.keep(func(int32) bool { return false })
+	}
+	for k := pl.Read; k < pl.Read+pl.Count; k++ {
+		rd := &a.r.Reads[k]
+		p := a.parts[rd.Part]
+		ranks := p.all
+		if rd.Committed {
+			ranks = p.committed
+		}
+		offs := a.r.RecordOffsets[rd.Record : rd.Record+rd.Count]
+		if l := c.get(p.index); l != nil {
+			a.pollStep(p, ranks, l.offset, offs[0], l.op, rd.Op, proc, found)
+		}
+		for i := 1; i < len(offs); i++ {
+			a.pollStep(p, ranks, offs[i-1], offs[i], rd.Op, rd.Op, proc, found)
+		}
+		if pl.OK {
+			*c.put(p.index, len(a.parts)) = lastRead{offset: offs[len(offs)-1], op: rd.Op}
 		}
 	}
 }
 
-func (a *analysis) pollStep(p *partition, ranks []int32, from, to int64, fromOp, toOp history.ID) {
+func (a *analysis) pollStep(p *partition, ranks []int32, from, to int64, fromOp, toOp history.ID, proc int32, found *findings) {
 	i, j := p.rank(ranks, from), p.rank(ranks, to)
 	if i < 0 || j < 0 {
 		return
 	}
 	switch delta := j - i; {
 	case delta > 1:
-		a.rep.add("poll-skip", Witness{
+		found.add(proc, "poll-skip", Witness{
 			Message: fmt.Sprintf("%s: op %d read offset %d, then op %d read offset %d, skipping %s (%s)", p.tp, fromOp, from, toOp, to, entries(delta-1),
 				strings.Join(a.valuesBetween(p, ranks, i, j, 5), ", ")),
 			Ops: a.ref(dedup(fromOp, toOp)...)})
 	case delta < 1:
-		a.rep.add("nonmonotonic-poll", Witness{
+		found.add(proc, "nonmonotonic-poll", Witness{
 			Message: fmt.Sprintf("%s: op %d read offset %d, then op %d read offset %d", p.tp, fromOp, from, toOp, to),
 			Ops:     a.ref(dedup(fromOp, toOp)...)})
 	}
@@ -477,32 +476,27 @@ func (a *analysis) sendOrder() {
 	type lastSend struct {
 		offset int64
 		op     history.ID
-		set    bool
 	}
-	last := make([]lastSend, len(a.parts))
-	var touched []int32
-	for proc, name := range a.procs {
-		for _, p := range touched {
-			last[p] = lastSend{}
+	producers := make([]held[lastSend], len(a.procs))
+	var found findings
+	a.producers.each(func(k int32) {
+		s := &a.r.Sends[k]
+		if s.Outcome != history.OK || s.Offset < 0 {
+			return
 		}
-		touched = touched[:0]
-		for _, k := range a.sendsBy[proc] {
-			s := &a.r.Sends[k]
-			if s.Outcome != history.OK || s.Offset < 0 {
-				continue
-			}
-			l := &last[s.Part]
-			if l.set && s.Offset <= l.offset {
-				a.rep.add("nonmonotonic-send", Witness{
-					Message: fmt.Sprintf("%s: %s's op %d got offset %d, then its later op %d got offset %d", a.parts[s.Part].tp, name, l.op, l.offset, s.Op, s.Offset),
-					Ops:     a.ref(l.op, s.Op)})
-			}
-			if !l.set {
-				touched = append(touched, s.Part)
-			}
-			*l = lastSend{offset: s.Offset + int64(s.Count) - 1, op: s.Op, set: true}
+		proc := a.producers.proc[k]
+		l := producers[proc].get(s.Part)
+		if l != nil && s.Offset <= l.offset {
+			found.add(proc, "nonmonotonic-send", Witness{
+				Message: fmt.Sprintf("%s: %s's op %d got offset %d, then its later op %d got offset %d", a.parts[s.Part].tp, a.procs[proc], l.op, l.offset, s.Op, s.Offset),
+				Ops:     a.ref(l.op, s.Op)})
 		}
-	}
+		if l == nil {
+			l = producers[proc].put(s.Part, len(a.parts))
+		}
+		*l = lastSend{offset: s.Offset + int64(s.Count) - 1, op: s.Op}
+	})
+	found.report(a.rep)
 }
 
 // lostCommits: an acknowledged offset commit is durable (Kafka writes it

@@ -99,7 +99,7 @@ func Check(h history.History, opts Options) (Verdict, error) {
 			v.Inconclusive = true
 		}
 	}
-	for _, reg := range model.OffsetRegisters(h) {
+	for _, reg := range model.OffsetRegistersOf(h, a.rare) {
 		switch model.CheckOffsets(reg, opts.PorcupineTimeout) {
 		case porcupine.Illegal:
 			rep.add("stale-offset-fetch", Witness{

@@ -11,11 +11,25 @@ import (
 
 // intent is an input message's value, sent at least once.
 type intent struct {
-	value    int32 // value id
+	msg      int32 // its message (in the resolution's Values): the first acknowledged, else the first sent
 	acked    int32 // its first acknowledged send (in the resolution's Sends), -1 if none
-	offset   int64 // input offset where acknowledged, NoOffset if unknown
 	effects  int32
 	firstOut int32 // position of the first final read holding an effect, -1 if none
+}
+
+// value is an intent's value id.
+func (a *analysis) value(in *intent) int32 { return a.valueOf[in.msg] }
+
+// inputOffset is where an intent was acknowledged, NoOffset if unknown.
+func (a *analysis) inputOffset(in *intent) int64 {
+	if in.acked < 0 {
+		return history.NoOffset
+	}
+	s := &a.r.Sends[in.acked]
+	if s.Offset < 0 {
+		return history.NoOffset
+	}
+	return s.Offset + int64(in.msg-s.Value)
 }
 
 // effect is one output of the final state, in output order (kept only to
@@ -32,7 +46,7 @@ type effect struct {
 // at-least-once needs one for every acknowledged intent, and per-key order
 // (when promised) needs each key's first effects in input-offset order.
 func (a *analysis) checkDelivery() (stats Stats, notes []string) {
-	intentOf := make([]int32, len(a.values.strs)) // by value id: its intent, -1 if none
+	intentOf := make([]int32, a.values.len()) // by value id: its intent, -1 if none
 	for i := range intentOf {
 		intentOf[i] = -1
 	}
@@ -55,13 +69,10 @@ func (a *analysis) checkDelivery() (stats Stats, notes []string) {
 			if i < 0 {
 				i = int32(len(intents))
 				intentOf[id] = i
-				intents = append(intents, intent{value: id, acked: -1, offset: history.NoOffset, firstOut: -1})
+				intents = append(intents, intent{msg: v, acked: -1, firstOut: -1})
 			}
 			if in := &intents[i]; in.acked < 0 && ack {
-				in.acked = int32(k)
-				if s.Offset >= 0 {
-					in.offset = s.Offset + int64(v-s.Value)
-				}
+				in.msg, in.acked = v, int32(k)
 			}
 		}
 	}
@@ -135,7 +146,7 @@ func (a *analysis) checkDelivery() (stats Stats, notes []string) {
 		case in.effects == 0 && in.acked >= 0:
 			ack := a.r.Sends[in.acked].Op
 			a.rep.add("output-loss", Witness{
-				Message: fmt.Sprintf("%q, acknowledged by op %d, has no effect in the final output", a.values.strs[in.value], ack),
+				Message: fmt.Sprintf("%q, acknowledged by op %d, has no effect in the final output", a.values.str(a.value(in)), ack),
 				Ops:     a.ref(ack)})
 		}
 	}
@@ -165,7 +176,7 @@ func (a *analysis) reportDuplicateOutputs(dups []int32, intents []intent) {
 	writers := map[string][]history.ID{}
 	want := map[string]bool{}
 	for _, i := range dups[:min(len(dups), a.rep.witnessesMax)] {
-		want[a.values.strs[intents[i].value]] = true
+		want[a.values.str(a.value(&intents[i]))] = true
 	}
 	for i := range a.h {
 		op := &a.h[i]
@@ -184,7 +195,7 @@ func (a *analysis) reportDuplicateOutputs(dups []int32, intents []intent) {
 	}
 	for _, i := range dups {
 		in := &intents[i]
-		v := a.values.strs[in.value]
+		v := a.values.str(a.value(in))
 		ids := append([]history.ID{a.id(in.firstOut)}, writers[v]...)
 		a.rep.add("output-dup", Witness{
 			Message: fmt.Sprintf("%q has %d effects in the final output (written by %s)", v, in.effects, describeIDs(writers[v])),
@@ -218,19 +229,20 @@ func (a *analysis) keyOrder(effects []effect, intents []intent) {
 			continue
 		}
 		in := &intents[e.intent]
-		v := a.values.strs[in.value]
+		v := a.values.str(a.value(in))
 		k := e.store + "\x00" + e.key
-		if in.offset < 0 || seen[e.store+"\x00"+v] {
+		offset := a.inputOffset(in)
+		if offset < 0 || seen[e.store+"\x00"+v] {
 			continue
 		}
 		seen[e.store+"\x00"+v] = true
 		part := a.r.Sends[in.acked].Part
-		if l, ok := last[k]; ok && l.part == part && in.offset < l.offset {
+		if l, ok := last[k]; ok && l.part == part && offset < l.offset {
 			prev := &intents[l.intent]
 			a.rep.add("key-order", Witness{
-				Message: fmt.Sprintf("%s: key %q holds %q (input %s offset %d) after %q (input offset %d)", e.store, e.key, v, a.parts[part].tp, in.offset, a.values.strs[prev.value], l.offset),
+				Message: fmt.Sprintf("%s: key %q holds %q (input %s offset %d) after %q (input offset %d)", e.store, e.key, v, a.parts[part].tp, offset, a.values.str(a.value(prev)), l.offset),
 				Ops:     a.ref(e.read, a.r.Sends[in.acked].Op, a.r.Sends[prev.acked].Op)})
 		}
-		last[k] = pos{part, in.offset, e.intent}
+		last[k] = pos{part, offset, e.intent}
 	}
 }

@@ -12,19 +12,16 @@ import (
 // what sends were acknowledged at (or pinned to) and what reads returned.
 // Operations are named by their position in the history.
 type pair struct {
-	offset  int64
-	value   int32 // value id (analysis.values)
-	writer  int32 // the first send that wrote it here, -1 if none
-	txn     int32 // the writer's transaction, -1 if none
-	reader  int32 // the first read that returned it, -1 if none
-	readRC  int32 // the earliest-returning read_committed read, -1 if none
-	readRet int64 // that read's return
+	offset int64
+	value  int32 // value id (analysis.values)
+	writer int32 // the first send that wrote it here (in the resolution's Sends), -1 if none
+	reader int32 // the first read that returned it (in the resolution's Reads), -1 if none
+	readRC int32 // the earliest-returning read_committed read, -1 if none
 	// group is the pair holding the same value at its lowest offset in
 	// this partition; valRead and valFinal say whether some read, or a
 	// final read, returned the value at any of its offsets.
 	group    int32
 	vis      model.Visibility
-	definite bool // the writer was acknowledged with this offset
 	final    bool // a final read returned it
 	valRead  bool
 	valFinal bool
@@ -68,17 +65,25 @@ type analysis struct {
 	// committed: txn ops that committed (ok, or info with a write read at
 	// read_committed), by position.
 	committed []bool
-	txnEnds   map[int32]int64 // by position (txnEnd)
+	txnEnds   []int64 // by rank among the rare operations (txnEnd)
 	// rare are the positions of the operations that are neither sends nor
 	// a consumer's (polls, assignments, seeks), in history order.
 	rare []int32
-	// procs are the processes, sorted; sendsBy and pollsBy their sends
-	// (indices into the resolution's Sends) and consumer operations
-	// (positions), in invocation order.
-	procs   []string
-	sendsBy [][]int32
-	pollsBy [][]int32
-	readAt  []int32 // per position: a poll's first read (in the resolution's Reads), -1 if none
+	// procs are the processes, sorted by name; producers walks the
+	// resolution's Sends, consumers the consumer operations (consumed).
+	procs     []string
+	producers walk
+	consumers walk
+	consumed  []consumerOp // in history order
+}
+
+// consumerOp is one operation of a consumer: a poll (in the resolution's
+// Polls), or an assignment, subscription, rebalance or seek (poll -1).
+type consumerOp struct {
+	call int64
+	id   history.ID
+	pos  int32
+	poll int32
 }
 
 func (a *analysis) op(id history.ID) *history.Op { return &a.h[a.index.Pos(id)] }
@@ -95,12 +100,48 @@ func (a *analysis) ref(ids ...history.ID) []OpRef {
 	return refs
 }
 
+// rank is the index in rare of the rare operation at a position.
+func (a *analysis) rank(pos int32) int {
+	i, _ := slices.BinarySearch(a.rare, pos)
+	return i
+}
+
 // id is the ID of the operation at a position, 0 for none (-1).
 func (a *analysis) id(pos int32) history.ID {
 	if pos < 0 {
 		return 0
 	}
 	return a.h[pos].ID
+}
+
+// sent is the ID of a send (in the resolution's Sends), 0 for none (-1).
+func (a *analysis) sent(k int32) history.ID {
+	if k < 0 {
+		return 0
+	}
+	return a.r.Sends[k].Op
+}
+
+// read is the ID of a read (in the resolution's Reads), 0 for none (-1).
+func (a *analysis) read(k int32) history.ID {
+	if k < 0 {
+		return 0
+	}
+	return a.r.Reads[k].Op
+}
+
+// txn is the position of the transaction a pair's writer sent in, -1 if
+// none.
+func (a *analysis) txn(pr *pair) int32 {
+	if pr.writer < 0 {
+		return -1
+	}
+	return a.pos(a.r.Sends[pr.writer].Txn)
+}
+
+// definite: a pair's writer was acknowledged with its offset.
+func (a *analysis) definite(p *partition, pr *pair) bool {
+	return pr.writer >= 0 && p.m.Appends[a.r.Sends[pr.writer].Append].Definite
 }
 
 // pos is the position of an operation, -1 for none (0).
@@ -112,13 +153,13 @@ func (a *analysis) pos(id history.ID) int32 {
 }
 
 func newAnalysis(h history.History, r *model.Resolution, opts Options, rep *report) *analysis {
-	a := &analysis{h: h, index: h.Index(), opts: opts, rep: rep, r: r, byTP: make(map[history.TopicPartition]*partition, len(r.Partitions)),
-		committed: make([]bool, len(h)), readAt: make([]int32, len(h))}
+	a := &analysis{h: h, index: r.Index, opts: opts, rep: rep, r: r, byTP: make(map[history.TopicPartition]*partition, len(r.Partitions)),
+		committed: make([]bool, len(h))}
 	a.survey()
-	a.values = newValues(len(r.Values))
+	a.values = newValues(r.Values, len(r.Values))
 	a.valueOf = make([]int32, len(r.Values))
-	for i, v := range r.Values {
-		a.valueOf[i] = a.values.id(v)
+	for i := range r.Values {
+		a.valueOf[i] = a.values.idAt(int32(i))
 	}
 	a.pairOf = make([]int32, len(r.Values))
 	for i := range a.pairOf {
@@ -136,19 +177,23 @@ func newAnalysis(h history.History, r *model.Resolution, opts Options, rep *repo
 	// committed; its writes are then as visible as any committed write.
 	for _, p := range a.parts {
 		for i := range p.pairs {
-			if pr := &p.pairs[i]; pr.writer >= 0 && pr.readRC >= 0 && pr.txn >= 0 && a.h[pr.txn].Outcome == history.Info {
-				a.committed[pr.txn] = true
+			if pr := &p.pairs[i]; pr.writer >= 0 && pr.readRC >= 0 {
+				if t := a.txn(pr); t >= 0 && a.h[t].Outcome == history.Info {
+					a.committed[t] = true
+				}
 			}
 		}
 	}
-	a.home = make([]valueHome, len(a.values.strs))
+	a.home = make([]valueHome, a.values.len())
 	for i := range a.home {
 		a.home[i] = valueHome{-1, -1}
 	}
 	for _, p := range a.parts {
 		for i := range p.pairs {
-			if pr := &p.pairs[i]; pr.vis == model.Undecided && pr.writer >= 0 && pr.txn >= 0 && a.committed[pr.txn] {
-				pr.vis = model.Visible
+			if pr := &p.pairs[i]; pr.vis == model.Undecided && pr.writer >= 0 {
+				if t := a.txn(pr); t >= 0 && a.committed[t] {
+					pr.vis = model.Visible
+				}
 			}
 		}
 		a.groupValues(p)
@@ -161,18 +206,23 @@ func newAnalysis(h history.History, r *model.Resolution, opts Options, rep *repo
 // the transactions that committed, the rare operations, and each
 // process's operations in invocation order.
 func (a *analysis) survey() {
-	procs := newValues(64)
-	sendProc := make([]int32, 0, len(a.r.Sends))
-	polls := make([]int32, 0, len(a.h)-len(a.r.Sends)) // positions of consumer operations
-	pollProc := make([]int32, 0, len(a.h)-len(a.r.Sends))
+	procs := newValues(nil, 64)
+	a.producers.proc = make([]int32, 0, len(a.r.Sends))
+	a.consumed = make([]consumerOp, 0, len(a.h)-len(a.r.Sends))
+	a.consumers.proc = make([]int32, 0, len(a.h)-len(a.r.Sends))
+	polls := int32(0) // in the resolution's Polls, which are in history order
 	for i := range a.h {
 		op := &a.h[i]
-		a.readAt[i] = -1
 		switch op.Kind {
 		case history.KindSend:
-			sendProc = append(sendProc, procs.id(op.Process))
-		case history.KindPoll, history.KindAssign, history.KindSubscribe, history.KindRebalance, history.KindSeek:
-			polls, pollProc = append(polls, int32(i)), append(pollProc, procs.id(op.Process))
+			a.producers.proc = append(a.producers.proc, procs.id(op.Process))
+		case history.KindPoll:
+			a.consumed = append(a.consumed, consumerOp{call: op.Call, id: op.ID, pos: int32(i), poll: polls})
+			a.consumers.proc = append(a.consumers.proc, procs.id(op.Process))
+			polls++
+		case history.KindAssign, history.KindSubscribe, history.KindRebalance, history.KindSeek:
+			a.consumed = append(a.consumed, consumerOp{call: op.Call, id: op.ID, pos: int32(i), poll: -1})
+			a.consumers.proc = append(a.consumers.proc, procs.id(op.Process))
 		case history.KindNemesis:
 		default:
 			if op.Kind == history.KindTxn && op.Outcome == history.OK {
@@ -181,12 +231,7 @@ func (a *analysis) survey() {
 			a.rare = append(a.rare, int32(i))
 		}
 	}
-	names := procs.strs
-	for k := len(a.r.Reads) - 1; k >= 0; k-- {
-		if rd := &a.r.Reads[k]; !rd.Final {
-			a.readAt[rd.Pos] = int32(k)
-		}
-	}
+	names := procs.extra
 	// Number the processes by name.
 	sorted := slices.Clone(names)
 	slices.Sort(sorted)
@@ -195,48 +240,19 @@ func (a *analysis) survey() {
 		rank[procs.lookup(n)] = int32(i)
 	}
 	a.procs = sorted
-	a.sendsBy = bucket(sendProc, rank, func(k int) int32 { return int32(k) })
-	a.pollsBy = bucket(pollProc, rank, func(k int) int32 { return polls[k] })
 	sends := a.r.Sends
-	for _, by := range a.sendsBy {
-		byCall := func(x, y int32) int {
-			if c := cmp64(sends[x].Call, sends[y].Call); c != 0 {
-				return c
-			}
-			return int(sends[x].Op - sends[y].Op)
+	a.producers.arrange(rank, func(x, y int32) int {
+		if c := cmp64(sends[x].Call, sends[y].Call); c != 0 {
+			return c
 		}
-		if !slices.IsSortedFunc(by, byCall) {
-			slices.SortFunc(by, byCall)
+		return int(sends[x].Op - sends[y].Op)
+	})
+	a.consumers.arrange(rank, func(x, y int32) int {
+		if c := cmp64(a.consumed[x].call, a.consumed[y].call); c != 0 {
+			return c
 		}
-	}
-	for _, by := range a.pollsBy {
-		byCall := func(x, y int32) int {
-			if c := cmp64(a.h[x].Call, a.h[y].Call); c != 0 {
-				return c
-			}
-			return int(a.h[x].ID - a.h[y].ID)
-		}
-		if !slices.IsSortedFunc(by, byCall) {
-			slices.SortFunc(by, byCall)
-		}
-	}
-}
-
-// bucket lists, for each process (by rank), the items whose process is
-// given in procs, in order.
-func bucket(procs, rank []int32, item func(k int) int32) [][]int32 {
-	n := make([]int, len(rank))
-	for _, p := range procs {
-		n[rank[p]]++
-	}
-	by := make([][]int32, len(rank))
-	for i := range by {
-		by[i] = make([]int32, 0, n[i])
-	}
-	for k, p := range procs {
-		by[rank[p]] = append(by[rank[p]], item(k))
-	}
-	return by
+		return int(a.consumed[x].id - a.consumed[y].id)
+	})
 }
 
 // buildPairs merges every (offset, value) written or read, in the order of
@@ -271,15 +287,13 @@ func (a *analysis) buildPairs(p *partition) {
 	}
 	multi := false // some cell holds two pairs
 	for _, ap := range m.Appends {
-		txn := a.pos(ap.Txn)
 		for k := int32(0); k < ap.Count; k++ {
 			v, off := ap.Value+k, ap.Base+int64(k)
 			cell, value := m.Cells.Of(off), a.valueOf[v]
 			q := at(cell, value)
 			if q < 0 {
 				multi = multi || p.head[cell] >= 0
-				q = add(cell, pair{offset: off, value: value, writer: ap.Pos, txn: txn, reader: -1, readRC: -1,
-					definite: ap.Definite, vis: ap.Visibility})
+				q = add(cell, pair{offset: off, value: value, writer: ap.Sent, reader: -1, readRC: -1, vis: ap.Visibility})
 			}
 			a.pairOf[v] = q
 		}
@@ -295,15 +309,15 @@ func (a *analysis) buildPairs(p *partition) {
 				cell, value := m.Cells.Of(off), a.values.id(r.RecordValue(rec))
 				if q = at(cell, value); q < 0 {
 					multi = multi || p.head[cell] >= 0
-					q = add(cell, pair{offset: off, value: value, writer: -1, txn: -1, reader: -1, readRC: -1, vis: model.Undecided})
+					q = add(cell, pair{offset: off, value: value, writer: -1, reader: -1, readRC: -1, vis: model.Undecided})
 				}
 			}
 			pr := &p.pairs[q]
 			if pr.reader < 0 {
-				pr.reader = rd.Pos
+				pr.reader = ri
 			}
-			if rd.Committed && (pr.readRC < 0 || rd.Return < pr.readRet) {
-				pr.readRC, pr.readRet = rd.Pos, rd.Return
+			if rd.Committed && (pr.readRC < 0 || rd.Return < r.Reads[pr.readRC].Return) {
+				pr.readRC = ri
 			}
 			pr.final = pr.final || rd.Final
 		}
@@ -325,7 +339,7 @@ func (a *analysis) sortCells(p *partition) {
 			chain = append(chain, q)
 		}
 		slices.SortFunc(chain, func(x, y int32) int {
-			return strings.Compare(a.values.strs[p.pairs[x].value], a.values.strs[p.pairs[y].value])
+			return strings.Compare(a.values.str(p.pairs[x].value), a.values.str(p.pairs[y].value))
 		})
 		p.head[cell] = chain[0]
 		for i, q := range chain {
@@ -383,7 +397,7 @@ func (a *analysis) groupValues(p *partition) {
 		return
 	}
 	slices.SortFunc(groups, func(x, y int32) int {
-		return strings.Compare(a.values.strs[p.pairs[x].value], a.values.strs[p.pairs[y].value])
+		return strings.Compare(a.values.str(p.pairs[x].value), a.values.str(p.pairs[y].value))
 	})
 	for _, g := range groups {
 		ms := members[g]
@@ -454,14 +468,6 @@ func (a *analysis) buildRanks(p *partition) {
 	}
 }
 
-// ranks are the counts of cells a reader at the given isolation sees.
-func (p *partition) ranks(iso history.Isolation) []int32 {
-	if iso == history.ReadCommitted {
-		return p.committed
-	}
-	return p.all
-}
-
 // rank is an offset's position among the offsets a reader with these ranks
 // can see, or -1 if it is not among them.
 func (p *partition) rank(ranks []int32, off int64) int {
@@ -478,7 +484,7 @@ func (a *analysis) valuesBetween(p *partition, ranks []int32, from, to, max int)
 	var vs []string
 	for r := from + 1; r < to && len(vs) < max; r++ {
 		cell, _ := slices.BinarySearch(ranks, int32(r+1)) // the first cell with r+1 below it: past the one ranked r
-		vs = append(vs, a.values.strs[p.pairs[p.head[cell-1]].value])
+		vs = append(vs, a.values.str(p.pairs[p.head[cell-1]].value))
 	}
 	return vs
 }

@@ -10,23 +10,46 @@ import "math/bits"
 //
 // The table is open addressing over ids, each stored with 32 bits of its
 // value's hash so that a probe rarely reads a string, and kept at most two
-// thirds full.
+// thirds full. An id names its string by index into base (the
+// resolution's Values) when it can, so interning copies no string.
 type values struct {
-	strs  []string // by id
+	base  []string
+	at    []int32 // by id: the index of its string in base, or -1-k for extra[k]
+	extra []string
 	slots []uint64 // tag<<32 | id+1; 0 is empty
 }
 
-func newValues(n int) *values {
+// newValues is an empty table for about n values, named in base where
+// they are interned with idAt.
+func newValues(base []string, n int) *values {
 	size := 64
 	for 2*size < 3*n {
 		size <<= 1
 	}
-	return &values{strs: make([]string, 0, n), slots: make([]uint64, size)}
+	return &values{base: base, at: make([]int32, 0, n), slots: make([]uint64, size)}
 }
 
+// len is the number of ids.
+func (vs *values) len() int { return len(vs.at) }
+
+// str is the value with an id.
+func (vs *values) str(id int32) string {
+	if i := vs.at[id]; i >= 0 {
+		return vs.base[i]
+	}
+	return vs.extra[-1-vs.at[id]]
+}
+
+// idAt is base[i]'s id, interning it if new.
+func (vs *values) idAt(i int32) int32 { return vs.intern(vs.base[i], i) }
+
 // id is v's id, interning it if new.
-func (vs *values) id(v string) int32 {
-	if 3*(len(vs.strs)+1) > 2*len(vs.slots) {
+func (vs *values) id(v string) int32 { return vs.intern(v, -1) }
+
+// intern finds v, or gives it the next id, named by base[at] if at is not
+// -1.
+func (vs *values) intern(v string, at int32) int32 {
+	if 3*(len(vs.at)+1) > 2*len(vs.slots) {
 		vs.grow()
 	}
 	h := hashString(v)
@@ -34,12 +57,16 @@ func (vs *values) id(v string) int32 {
 	for i := h & mask; ; i = (i + 1) & mask {
 		e := vs.slots[i]
 		if e == 0 {
-			id := int32(len(vs.strs))
-			vs.strs = append(vs.strs, v)
+			id := int32(len(vs.at))
+			if at < 0 {
+				at = int32(-1 - len(vs.extra))
+				vs.extra = append(vs.extra, v)
+			}
+			vs.at = append(vs.at, at)
 			vs.slots[i] = h>>32<<32 | uint64(id+1)
 			return id
 		}
-		if e>>32 == h>>32 && vs.strs[uint32(e)-1] == v {
+		if e>>32 == h>>32 && vs.str(int32(uint32(e)-1)) == v {
 			return int32(uint32(e) - 1)
 		}
 	}
@@ -54,7 +81,7 @@ func (vs *values) lookup(v string) int32 {
 		if e == 0 {
 			return -1
 		}
-		if e>>32 == h>>32 && vs.strs[uint32(e)-1] == v {
+		if e>>32 == h>>32 && vs.str(int32(uint32(e)-1)) == v {
 			return int32(uint32(e) - 1)
 		}
 	}
@@ -68,7 +95,7 @@ func (vs *values) grow() {
 		if e == 0 {
 			continue
 		}
-		i := hashString(vs.strs[uint32(e)-1]) & mask
+		i := hashString(vs.str(int32(uint32(e)-1))) & mask
 		for vs.slots[i] != 0 {
 			i = (i + 1) & mask
 		}

@@ -78,6 +78,26 @@ func OffsetModel() porcupine.Model {
 // transactions' offsets (ok: definite; info: may take effect any time after
 // the call; fail: left out); reads from ok offset fetches.
 func OffsetRegisters(h history.History) []OffsetRegister {
+	return offsetRegisters(h, func(yield func(int32)) {
+		for i := range h {
+			yield(int32(i))
+		}
+	})
+}
+
+// OffsetRegistersOf is OffsetRegisters over the operations at the given
+// positions of h, in history order, for a caller that already walked the
+// history: the commits, transactions and offset fetches among them are
+// all the registers hold.
+func OffsetRegistersOf(h history.History, positions []int32) []OffsetRegister {
+	return offsetRegisters(h, func(yield func(int32)) {
+		for _, i := range positions {
+			yield(i)
+		}
+	})
+}
+
+func offsetRegisters(h history.History, ops func(yield func(int32))) []OffsetRegister {
 	var clients map[string]int // only if there is a register: numbering the processes walks the history
 	type key struct {
 		group string
@@ -108,10 +128,10 @@ func OffsetRegisters(h history.History) []OffsetRegister {
 		r.Ops = append(r.Ops, porcupine.Operation{ClientId: clients[op.Process], Input: in, Call: op.Call,
 			Output: out, Return: ret, Metadata: Meta{Op: op.ID, Node: op.Node}})
 	}
-	for i := range h {
+	ops(func(i int32) {
 		op := &h[i]
 		if op.Outcome == history.Fail {
-			continue
+			return
 		}
 		switch op.Kind {
 		case history.KindCommit:
@@ -129,7 +149,7 @@ func OffsetRegisters(h history.History) []OffsetRegister {
 				}
 			}
 		}
-	}
+	})
 	out := make([]OffsetRegister, 0, len(regs))
 	for _, r := range regs {
 		out = append(out, *r)

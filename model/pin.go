@@ -19,7 +19,7 @@ func (r *Resolution) resolve(b *partitionBuild, sends, reads []int32, unexplaine
 			continue
 		}
 		s.Append = int32(len(p.Appends))
-		p.Appends = append(p.Appends, Append{Op: s.Op, Pos: s.Pos, Call: s.Call, Return: s.Return, Base: s.Offset,
+		p.Appends = append(p.Appends, Append{Op: s.Op, Sent: k, Call: s.Call, Return: s.Return, Base: s.Offset,
 			Value: s.Value, Count: s.Count, Visibility: s.Visibility, Txn: s.Txn, After: history.NoOffset, Definite: true})
 	}
 	if len(indefinite) > 0 {
@@ -157,7 +157,7 @@ func (r *Resolution) pin(b *partitionBuild, p *Partition, indefinite []int32, un
 			ret = s.Return // acknowledged, offset unknown: it happened before it returned
 		}
 		s.Append = int32(len(p.Appends))
-		p.Appends = append(p.Appends, Append{Op: s.Op, Pos: s.Pos, Call: s.Call, Return: ret, Base: best,
+		p.Appends = append(p.Appends, Append{Op: s.Op, Sent: k, Call: s.Call, Return: ret, Base: best,
 			Value: s.Value, Count: s.Count, Visibility: s.Visibility, Txn: s.Txn, After: history.NoOffset})
 		p.Pinned = append(p.Pinned, s.Op)
 		for k, mk := range msgs {

@@ -20,6 +20,7 @@ type Resolution struct {
 	Values []string
 	Input  []bool
 	Sends  []Sent
+	Polls  []Polled
 	Reads  []Read
 	// The reads' records, in order: RecordOffsets[i] is the offset of the
 	// i-th, and RecordValues[i] its value as an index into Values — the one
@@ -28,7 +29,9 @@ type Resolution struct {
 	RecordOffsets []int64
 	RecordValues  []int32
 	Partitions    []Partition
-	unwritten     []unwritten // records not holding the first definite claim at their offset
+	// Index is the history's (h.Index()), which resolving needs anyway.
+	Index     history.Index
+	unwritten []unwritten // records not holding the first definite claim at their offset
 }
 
 // Sent is one send of the history, with what the checkers read of it.
@@ -39,43 +42,54 @@ type Sent struct {
 	Append       int32 // its append in that partition's Appends, -1 if it failed or was dropped
 	Value        int32 // its messages' values are Values[Value : Value+Count]
 	Count        int32
+	Visibility   Visibility // of what it wrote (VisibilityOf)
 	Call, Return int64
 	Outcome      history.Outcome
 	Offset       int64 // as recorded: history.NoOffset if unknown
 	Txn          history.ID
-	Visibility   Visibility // of what it wrote (VisibilityOf)
 }
 
 // definite: acknowledged with its offset.
 func (s *Sent) definite() bool { return s.Outcome == history.OK && s.Offset >= 0 }
 
+// Polled is one poll of the history, with what the checkers read of it:
+// its non-empty fetches are Reads[Read : Read+Count].
+type Polled struct {
+	Pos        int32 // its position in the history
+	Read       int32
+	Count      int32
+	OK         bool // its outcome is ok
+	Rebalanced bool // history.Poll.Rebalanced
+	Grouped    bool // it polled for a group (history.Poll.Group is set)
+}
+
 // Read is one non-empty read: a poll's fetch of one partition, or a final
 // read of a topic partition.
 type Read struct {
 	Op           history.ID
-	Pos          int32 // its position in the history (-1 from Flatten)
-	Part         int32
-	Final        bool // a final read
-	Committed    bool // read_committed
 	Call, Return int64
 	From         int64 // the consumer's position before it (history.NoOffset if not recorded)
 	LastStable   int64 // the fetch's last stable offset, history.NoOffset if not recorded
+	Pos          int32 // its position in the history (-1 from Flatten)
+	Part         int32
 	Record       int32 // its records are Record .. Record+Count-1 of RecordOffsets and RecordValues
 	Count        int32
+	Final        bool // a final read
+	Committed    bool // read_committed
 }
 
 // Append is one append of a partition log: a definite send at its offset,
 // or an indefinite one pinned where reads observed it.
 type Append struct {
 	Op           history.ID
-	Pos          int32 // the send's position in the history (-1 from Flatten)
 	Call, Return int64 // Return is history.Never when it may take effect any time after Call
 	Base         int64 // the offset of its first value
-	Value, Count int32 // its values are Values[Value : Value+Count]
-	Visibility   Visibility
 	Txn          history.ID
 	After        int64 // the log end it must find (LogInput.After)
-	Definite     bool  // acknowledged with its offset; false: pinned
+	Sent         int32 // its send (in Resolution.Sends; -1 from Flatten)
+	Value, Count int32 // its values are Values[Value : Value+Count]
+	Visibility   Visibility
+	Definite     bool // acknowledged with its offset; false: pinned
 }
 
 // Partition is one partition's resolved log.
@@ -184,13 +198,14 @@ func (t *partitionTable) create(tp history.TopicPartition) *partitionBuild {
 // arrays, for the sends, then for the reads — each record compared once
 // with the value claimed at its offset.
 func Resolve(h history.History) *Resolution {
-	var sends, values, reads, records int
+	var sends, values, polls, reads, records int
 	for i := range h {
 		switch op := &h[i]; op.Kind {
 		case history.KindSend:
 			sends++
 			values += len(op.Send.Messages)
 		case history.KindPoll:
+			polls++
 			for k := range op.Poll.Fetched {
 				if n := len(op.Poll.Fetched[k].Records); n > 0 {
 					reads++
@@ -205,8 +220,9 @@ func Resolve(h history.History) *Resolution {
 		}
 	}
 	r := &Resolution{Values: make([]string, 0, values), Input: make([]bool, 0, values), Sends: make([]Sent, 0, sends),
-		Reads: make([]Read, 0, reads), RecordOffsets: make([]int64, 0, records), RecordValues: make([]int32, 0, records)}
-	index := h.Index()
+		Polls: make([]Polled, 0, polls), Reads: make([]Read, 0, reads), RecordOffsets: make([]int64, 0, records), RecordValues: make([]int32, 0, records)}
+	r.Index = h.Index()
+	index := r.Index
 	var parts partitionTable
 	for i := range h {
 		op := &h[i]
@@ -239,11 +255,14 @@ func Resolve(h history.History) *Resolution {
 		switch op.Kind {
 		case history.KindPoll:
 			p := op.Poll
+			first := int32(len(r.Reads))
 			for k := range p.Fetched {
 				if f := &p.Fetched[k]; len(f.Records) > 0 {
 					r.read(parts.get(f.TP), op, i, false, f.From, p.Isolation == history.ReadCommitted, f.LastStable, f.Records)
 				}
 			}
+			r.Polls = append(r.Polls, Polled{Pos: int32(i), Read: first, Count: int32(len(r.Reads)) - first,
+				OK: op.Outcome == history.OK, Rebalanced: p.Rebalanced, Grouped: p.Group != ""})
 		case history.KindFinalRead:
 			f := op.FinalRead
 			if f.Sink != "" {
@@ -374,11 +393,18 @@ func (r *Resolution) partition(builds []*partitionBuild) {
 		readsOf[r.Reads[k].Part] = append(readsOf[r.Reads[k].Part], int32(k))
 	}
 	r.Partitions = make([]Partition, len(logged))
-	byPart := make([][]unwritten, len(logged))
-	for _, w := range r.unwritten {
-		byPart[w.part] = append(byPart[w.part], w)
+	byPart := make([][]unwritten, len(logged)) // r.unwritten sorted by partition, then record
+	slices.SortStableFunc(r.unwritten, func(x, y unwritten) int { return int(x.part - y.part) })
+	for u := 0; u < len(r.unwritten); {
+		v := u
+		for v < len(r.unwritten) && r.unwritten[v].part == r.unwritten[u].part {
+			v++
+		}
+		byPart[r.unwritten[u].part] = r.unwritten[u:v]
+		u = v
 	}
 	for i, b := range logged {
 		r.Partitions[i] = r.resolve(b, sendsOf[i], readsOf[i], byPart[i])
 	}
+	slices.SortFunc(r.unwritten, func(x, y unwritten) int { return int(x.record - y.record) }) // for RecordValue
 }

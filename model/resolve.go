@@ -100,7 +100,7 @@ func (r *Resolution) Log(h history.History, clients map[string]int, i int) Log {
 	p := &r.Partitions[i]
 	l := Log{TP: p.TP, Ops: make([]LogOp, 0, len(p.Appends)+len(p.Reads)), Pinned: p.Pinned, Dropped: p.Dropped}
 	for _, a := range p.Appends {
-		op := &h[a.Pos]
+		op := &h[r.Sends[a.Sent].Pos]
 		end := a.Value + a.Count
 		l.Ops = append(l.Ops, LogOp{Op: a.Op, Node: op.Node, Client: clients[op.Process], Call: a.Call, Return: a.Return,
 			Input:  LogInput{TP: p.TP, Values: r.Values[a.Value:end:end], Visibility: a.Visibility, After: a.After},
@@ -128,8 +128,8 @@ func (r *Resolution) Log(h history.History, clients map[string]int, i int) Log {
 
 // Flatten lays one partition log out as Resolve lays out a history, so
 // that a checker of Resolutions judges it: its appends and reads in the
-// order of l.Ops (with no history behind them: Pos -1, Txn 0, Definite
-// false, and no last stable offsets).
+// order of l.Ops (with no history behind them: no Sends, Pos -1, Txn 0,
+// Definite false, and no last stable offsets).
 func Flatten(l Log) *Resolution {
 	r := &Resolution{}
 	p := Partition{TP: l.TP, Pinned: l.Pinned, Dropped: l.Dropped}
@@ -139,7 +139,7 @@ func Flatten(l Log) *Resolution {
 		if op.Input.Read {
 			continue
 		}
-		a := Append{Op: op.Op, Pos: -1, Call: op.Call, Return: op.Return, Base: op.Output.Offset, Value: int32(len(r.Values)),
+		a := Append{Op: op.Op, Sent: -1, Call: op.Call, Return: op.Return, Base: op.Output.Offset, Value: int32(len(r.Values)),
 			Count: int32(len(op.Input.Values)), Visibility: op.Input.Visibility, After: op.Input.After}
 		for j, v := range op.Input.Values {
 			written[a.Base+int64(j)] = append(written[a.Base+int64(j)], int32(len(r.Values)))
