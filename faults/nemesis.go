@@ -302,6 +302,8 @@ func (g *generator) can(name string) bool {
 		return len(g.powerable) > 0
 	case "power-loss-correlated":
 		return len(g.o.Brokers) >= 2
+	case "power-loss-correlated-controllers":
+		return len(g.o.Controllers) >= 3
 	case "partition", "cut", "cut-one-way", "clog", "reset":
 		return len(g.named) >= 2
 	case "isolate", "clog-node", "reset-node":
@@ -473,6 +475,18 @@ var features = []feature{
 			i := c.intn(len(brokers))
 			e.acts = append(e.acts, Action{Kind: KindPowerLoss, Target: Node(brokers[i]), Torn: c.intn(2) == 1})
 			brokers = slices.Delete(brokers, i, i+1)
+		}
+		return e
+	}},
+	{"power-loss-correlated-controllers", ClassCorrelatedPower, func(g *generator, c chooser) episode {
+		// A majority of the quorum loses power at once (one rack, one
+		// feed): what it had not fsynced is gone from the majority.
+		ctls := slices.Clone(g.o.Controllers)
+		e := episode{length: ticks(c, 5, 80), undo: KindStart, power: true}
+		for range len(ctls)/2 + 1 {
+			i := c.intn(len(ctls))
+			e.acts = append(e.acts, Action{Kind: KindPowerLoss, Target: Node(ctls[i]), Torn: c.intn(2) == 1})
+			ctls = slices.Delete(ctls, i, i+1)
 		}
 		return e
 	}},

@@ -297,6 +297,21 @@ var catalogue = slices.Concat(
 			s.Workload.TransactionalIDPerIncarnation = true
 			s.Faults, s.Expect, s.Refutes = "crash,network", checkers.None, checkers.ExactlyOnce
 		}),
+		// Three controllers, a majority of which lose power together as
+		// well as the brokers: the quorum fsyncs before an entry counts, so
+		// no committed metadata is lost; without (the twin), the majority
+		// comes back without entries the brokers already acted on.
+		scenario("acks-all-fsync-three-controllers@correlated-power", "acks-all-fsync-correlated-power with a KRaft quorum of three controllers, a majority of which lose power together too: the metadata log is fsynced before an entry counts", func(s *Scenario) {
+			*s = acksAllFsync
+			s.Name = "acks-all-fsync-three-controllers@correlated-power"
+			s.Cluster.Controllers = 3
+		}),
+		scenario("acks-all-fsync-three-controllers-no-metadata-fsync", "twin of acks-all-fsync-three-controllers@correlated-power with metadata.log.fsync=false: entries commit from the page cache, and a majority of controllers losing power together forgets entries the quorum counted committed: a controller told to truncate below its high watermark halts, as Kafka's metadata log throws there, the quorum is lost and a partition whose leader then fails stays offline (acknowledged writes unreadable)", func(s *Scenario) {
+			*s = acksAllFsync
+			s.Name = "acks-all-fsync-three-controllers-no-metadata-fsync"
+			s.Cluster.Controllers, s.Cluster.MetadataLogFsync = 3, false
+			s.Expect, s.Refutes, s.Order, s.Probes = checkers.None, checkers.AtLeastOnce, checkers.NoOrder, nil
+		}),
 		scenario("eos-kip890-off", "twin of eos-consume-transform-produce: no partition verification, no epoch bump per transaction — a late produce or EndTxn lands in the wrong transaction", func(s *Scenario) {
 			transformPipeline(s)
 			s.Cluster.TransactionPartitionVerification, s.Cluster.KIP890EpochBumpPerTransaction = false, false

@@ -66,6 +66,7 @@ type Cluster struct {
 	// Controllers is how many controllers the metadata quorum has: 1, 3
 	// or 5 voters, of which the leader is the active controller.
 	Controllers                      int    `json:"controllers"`
+	MetadataLogFsync                 bool   `json:"metadata.log.fsync"`
 	Brokers                          int    `json:"brokers"`
 	ReplicationFactor                int    `json:"replication.factor"`
 	MinInsyncReplicas                int    `json:"min.insync.replicas"`
@@ -150,7 +151,7 @@ func (s Scenario) FaultClass() (faults.Class, error) { return faults.ParseClass(
 func Defaults() Scenario {
 	return Scenario{
 		Cluster: Cluster{
-			Controllers: 1, Brokers: 3, ReplicationFactor: 3, MinInsyncReplicas: 2, Partitions: 1, ReplicaLagTimeMaxMs: 10000,
+			Controllers: 1, MetadataLogFsync: true, Brokers: 3, ReplicationFactor: 3, MinInsyncReplicas: 2, Partitions: 1, ReplicaLagTimeMaxMs: 10000,
 			KIP101LeaderEpochTruncation: true, KIP320FetchEpochValidation: true,
 			TransactionPartitionVerification: true, KIP890EpochBumpPerTransaction: true,
 		},

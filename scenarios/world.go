@@ -42,6 +42,7 @@ func (s Scenario) clusterConfig() config.Cluster {
 	c := config.Default()
 	c.MinInsyncReplicas = s.Cluster.MinInsyncReplicas
 	c.UncleanLeaderElection = s.Cluster.UncleanLeaderElectionEnable
+	c.MetadataLogFsync = s.Cluster.MetadataLogFsync
 	if s.Cluster.LogFlushIntervalMessages != nil {
 		c.LogFlushIntervalMessages = *s.Cluster.LogFlushIntervalMessages
 	}

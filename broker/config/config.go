@@ -33,6 +33,13 @@ type Cluster struct {
 	// EpochBumpPerTransaction is kip890.epoch.bump.per.transaction (KIP-890
 	// part 2).
 	EpochBumpPerTransaction bool
+	// MetadataLogFsync is kafkasim's metadata.log.fsync: the controllers'
+	// quorum fsyncs its log before counting an entry (Kafka always does:
+	// KafkaRaftClient flushes before the leader counts its own end, a
+	// follower before it fetches past what it appended). Off, entries
+	// commit from the page cache, and controllers that lose power together
+	// can lose committed metadata.
+	MetadataLogFsync bool
 
 	// ReplicaLagTimeMax is replica.lag.time.max.ms.
 	ReplicaLagTimeMax time.Duration
@@ -80,6 +87,7 @@ func Default() Cluster {
 		FetchEpochValidation:              true,
 		TransactionPartitionVerification:  true,
 		EpochBumpPerTransaction:           true,
+		MetadataLogFsync:                  true,
 		ReplicaLagTimeMax:                 10 * time.Second, // Kafka: 30 s
 		ReplicaFetchWaitMax:               500 * time.Millisecond,
 		ReplicaFetchBackoff:               time.Second,

@@ -105,6 +105,7 @@ func (c *Controller) Start(e env.Env) {
 		ID:           c.opts.NodeID,
 		Voters:       voters,
 		ClientID:     "controller-quorum",
+		NoFsync:      !c.cfg.MetadataLogFsync,
 		OnCommitted:  c.committed,
 		OnRoleChange: c.roleChanged,
 	})
