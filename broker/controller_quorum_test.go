@@ -10,6 +10,7 @@ import (
 	"github.com/kafkasim/kafkasim/broker/config"
 	"github.com/kafkasim/kafkasim/broker/controller"
 	"github.com/kafkasim/kafkasim/broker/metadata"
+	"github.com/kafkasim/kafkasim/broker/record"
 	"github.com/kafkasim/kafkasim/broker/rpc"
 	"github.com/kafkasim/kafkasim/env"
 	"github.com/kafkasim/kafkasim/sim"
@@ -221,4 +222,145 @@ func TestDescribeQuorumThroughABroker(t *testing.T) {
 		require.GreaterOrEqual(t, v.LogEndOffset, int64(0), "voter %d has fetched", v.ReplicaID)
 		require.Positive(t, v.LastFetchTimestamp)
 	}
+}
+
+// call sends req to node addr from the client and runs the world until the
+// answer (nil if the call failed).
+func (q *quorumCluster) call(t *testing.T, addr string, req kmsg.Request) kmsg.Response {
+	d := q.w.Node("client").Process().(*driver)
+	var resp kmsg.Response
+	done := false
+	q.w.Node("client").Exec(func() {
+		cl := rpc.NewClient(d.Router, addr, rpc.ClientOptions{ClientID: "test"})
+		cl.Do(req, 10*time.Second, func(r kmsg.Response, e error) {
+			done = true
+			if e == nil {
+				resp = r
+			}
+			cl.Close()
+		})
+	})
+	ok, err := q.w.RunWhile(func() bool { return !done }, 20*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok)
+	return resp
+}
+
+// Produce and fetch need no controller: while the quorum elects a new
+// active controller, the partition's leader keeps acknowledging acks=all
+// writes from its ISR and serving them.
+func TestBrokersKeepServingWhileTheQuorumElects(t *testing.T) {
+	q := newQuorumCluster(t, 9)
+	tp := metadata.TopicPartition{Topic: "orders", Partition: 0}
+	for i := 0; i < 20; i++ {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = tp.Topic, 1, 3
+		req.Topics = append(req.Topics, rt)
+		if r, ok := q.call(t, q.brokers[0], req).(*kmsg.CreateTopicsResponse); ok && r.Topics[0].ErrorCode == 0 {
+			break
+		}
+		require.NoError(t, q.w.RunFor(500*time.Millisecond))
+	}
+	leaderOf := func() int32 {
+		for i, n := range q.brokers {
+			if b, ok := q.w.Node(n).Process().(*broker.Broker); ok && b.Leads(tp) {
+				if s, _ := b.Partition(tp); len(s.ISR) == 3 {
+					return int32(i)
+				}
+			}
+		}
+		return -1
+	}
+	ok, err := q.w.RunWhile(func() bool { return leaderOf() < 0 }, 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok, "orders/0 has a leader with a full ISR")
+	leader := q.brokers[leaderOf()]
+
+	q.w.Node(q.activeName()).Crash()
+	produce := func(v string) int16 {
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = -1, 5000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = tp.Topic
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = record.Values(q.w.Now().UnixMilli(), []byte(v))
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, ok := q.call(t, leader, req).(*kmsg.ProduceResponse)
+		require.True(t, ok, "the leader answered")
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	for i := range 5 {
+		require.Zero(t, produce(fmt.Sprint("during-", i)), "write %d while the quorum elects", i)
+		require.Nil(t, q.active(), "no controller is active yet: the write did not need one")
+	}
+	ok, err = q.w.RunWhile(func() bool { return q.active() == nil }, 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok, "a new active controller")
+	require.Zero(t, produce("after"))
+	st, _ := q.w.Node(leader).Process().(*broker.Broker).Partition(tp)
+	require.Equal(t, int64(6), st.HighWatermark, "all six writes committed")
+}
+
+// The active controller crashes while it elects a partition's leader: the
+// partition's leader has gone silent, its session runs out, and the active
+// controller decides the fence and the new leader — but, cut from its
+// voters a moment before, cannot commit it, and then crashes. The decision
+// never existed: the next active controller takes it again, once, and the
+// partition gets one leader in one new epoch.
+func TestTheActiveControllerCrashesWhileItElectsALeader(t *testing.T) {
+	q := newQuorumCluster(t, 13)
+	tp := metadata.TopicPartition{Topic: "orders", Partition: 0}
+	for i := 0; i < 20; i++ {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = tp.Topic, 1, 3
+		req.Topics = append(req.Topics, rt)
+		if r, ok := q.call(t, q.brokers[0], req).(*kmsg.CreateTopicsResponse); ok && r.Topics[0].ErrorCode == 0 {
+			break
+		}
+		require.NoError(t, q.w.RunFor(500*time.Millisecond))
+	}
+	require.NoError(t, q.w.RunFor(2*time.Second))
+	first := q.active()
+	p, ok := first.Partition(tp)
+	require.True(t, ok)
+	led, epoch := p.Leader, p.LeaderEpoch
+	firstName := q.activeName()
+
+	q.w.Node(q.brokers[led]).Crash()
+	require.NoError(t, q.w.RunFor(5500*time.Millisecond)) // the 6 s session nearly over
+	for _, n := range q.ctls {
+		if n != firstName {
+			q.w.Cut(firstName, n)
+		}
+	}
+	require.NoError(t, q.w.RunFor(1500*time.Millisecond)) // expired: decided, not committed
+	after, _ := first.Partition(tp)
+	require.Equal(t, led, after.Leader, "an uncommitted election changed nothing")
+	q.w.Node(firstName).Crash()
+	q.w.Heal()
+
+	ok, err := q.w.RunWhile(func() bool {
+		c := q.active()
+		if c == nil {
+			return true
+		}
+		p, _ := c.Partition(tp)
+		return p.Leader == led
+	}, 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok, "the next active controller elected a new leader")
+	now, _ := q.active().Partition(tp)
+	require.Equal(t, epoch+1, now.LeaderEpoch, "one new epoch, not two")
+	require.NotEqual(t, led, now.Leader)
+	require.NoError(t, q.w.RunFor(2*time.Second))
+	leaders := 0
+	for _, n := range q.brokers {
+		if b, ok := q.w.Node(n).Process().(*broker.Broker); ok && b.Leads(tp) {
+			leaders++
+		}
+	}
+	require.Equal(t, 1, leaders, "one broker leads orders/0")
 }
