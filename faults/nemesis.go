@@ -479,11 +479,14 @@ var features = []feature{
 		return e
 	}},
 	{"power-loss-correlated-controllers", ClassCorrelatedPower, func(g *generator, c chooser) episode {
-		// A majority of the quorum loses power at once (one rack, one
-		// feed): what it had not fsynced is gone from the majority.
+		// A majority of the quorum, or all of it, loses power at once
+		// (one rack, one feed), as the class takes several brokers: what
+		// they had not fsynced is gone from all of them.
 		ctls := slices.Clone(g.o.Controllers)
+		majority := len(ctls)/2 + 1
+		k := majority + c.intn(len(ctls)-majority+1)
 		e := episode{length: ticks(c, 5, 80), undo: KindStart, power: true}
-		for range len(ctls)/2 + 1 {
+		for range k {
 			i := c.intn(len(ctls))
 			e.acts = append(e.acts, Action{Kind: KindPowerLoss, Target: Node(ctls[i]), Torn: c.intn(2) == 1})
 			ctls = slices.Delete(ctls, i, i+1)

@@ -306,11 +306,17 @@ var catalogue = slices.Concat(
 			s.Name = "acks-all-fsync-three-controllers@correlated-power"
 			s.Cluster.Controllers = 3
 		}),
-		scenario("acks-all-fsync-three-controllers-no-metadata-fsync", "twin of acks-all-fsync-three-controllers@correlated-power with metadata.log.fsync=false: entries commit from the page cache, and a majority of controllers losing power together forgets entries the quorum counted committed: a controller told to truncate below its high watermark halts, as Kafka's metadata log throws there, the quorum is lost and a partition whose leader then fails stays offline (acknowledged writes unreadable)", func(s *Scenario) {
+		scenario("acks-all-fsync-three-controllers-no-metadata-fsync", "twin of acks-all-fsync-three-controllers@correlated-power with metadata.log.fsync=false: entries commit from the page cache; the whole quorum losing power once the cluster's metadata is committed takes every entry since the controllers started — registrations, the topic, elections — and the cluster is stuck (with fsync the same schedule holds, every write acknowledged)", func(s *Scenario) {
 			*s = acksAllFsync
 			s.Name = "acks-all-fsync-three-controllers-no-metadata-fsync"
 			s.Cluster.Controllers, s.Cluster.MetadataLogFsync = 3, false
 			s.Expect, s.Refutes, s.Order, s.Probes = checkers.None, checkers.AtLeastOnce, checkers.NoOrder, nil
+			// The whole quorum loses power once it has committed the
+			// cluster's metadata (registrations, the topic, elections):
+			// everything since the controllers started was in page caches.
+			s.FaultsSchedule = "+8s crash a random broker as $1\n+12s start $1\n" +
+				"+16s power-loss controller-0\n+16s power-loss controller-1\n+16s power-loss controller-2\n" +
+				"+21s start controller-0\n+21s start controller-1\n+21s start controller-2"
 		}),
 		scenario("eos-kip890-off", "twin of eos-consume-transform-produce: no partition verification, no epoch bump per transaction — a late produce or EndTxn lands in the wrong transaction", func(s *Scenario) {
 			transformPipeline(s)
