@@ -33,6 +33,11 @@
 //     FindCoordinator, writes that wait for the high watermark, answers
 //     held to the end of the event; the internal topics' record formats
 //     (internal_records.go).
+//   - The controllers (controller_channel.go): registration, heartbeats,
+//     ISR proposals, forwarded CreateTopics and DescribeQuorum and
+//     producer-id blocks go to the active controller of the metadata
+//     quorum, found by asking round the controllers; the active one pushes
+//     the committed image back (handleUpdateMetadata).
 //   - handlers.go dispatches each request to its subsystem and asserts
 //     every invariant after it (checkInvariants).
 //
@@ -53,6 +58,8 @@
 // Subpackages: wire (Kafka framing), rpc (request transport), record
 // (RecordBatch v2), log (one replica's log on a disk), replica (the
 // replication rules), metadata (the cluster image), config (the knobs),
-// defect (bugs the self-test plants), controller (the controller process),
+// defect (bugs the self-test plants), controller (the controller process,
+// a voter of the metadata quorum), raft and quorum (KRaft's Raft and its
+// runtime),
 // client (producers and consumers), sink (the external store).
 package broker
