@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/kafkasim/kafkasim/broker/config"
@@ -186,7 +187,10 @@ func (c *Controller) deactivate() {
 	c.active = false
 	c.e.Log("controller-inactive", "epoch", c.st.epoch, "role", c.role.String())
 	c.refuseAll()
-	for id, p := range c.push {
+	// In id order: each close sends a FIN, and the order of sends is
+	// observable (map order would make two runs differ).
+	for _, id := range slices.Sorted(maps.Keys(c.push)) {
+		p := c.push[id]
 		if p.retry != 0 {
 			c.e.Cancel(p.retry)
 		}
