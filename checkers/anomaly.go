@@ -63,7 +63,7 @@ func (a *analysis) inconsistentOffsets(p *partition) {
 			ids = append(ids, by)
 		}
 		a.rep.add("inconsistent-offsets", Witness{
-			Message: fmt.Sprintf("%s offset %d holds %s", p.tp, p.pairs[first].offset, strings.Join(desc, " and ")),
+			Message: fmt.Sprintf("%s offset %d holds %s", p.tp, p.offset(&p.pairs[first]), strings.Join(desc, " and ")),
 			Ops:     a.ref(ids...)})
 	}
 }
@@ -74,7 +74,7 @@ func (a *analysis) duplicates(p *partition) {
 		var ids []history.ID
 		for _, q := range group {
 			pr := &p.pairs[q]
-			offs = append(offs, fmt.Sprint(pr.offset))
+			offs = append(offs, fmt.Sprint(p.offset(pr)))
 			if pr.writer >= 0 {
 				ids = append(ids, a.sent(pr.writer))
 			} else {
@@ -116,7 +116,7 @@ func (a *analysis) abortedReads(p *partition) {
 			if w, ok := a.failedSend(p, pr.value); ok {
 				reader := a.read(pr.reader)
 				a.rep.add("G1a", Witness{
-					Message: fmt.Sprintf("op %d read %q at %s offset %d, but its send op %d failed definitely", reader, a.values.str(pr.value), p.tp, pr.offset, w),
+					Message: fmt.Sprintf("op %d read %q at %s offset %d, but its send op %d failed definitely", reader, a.values.str(pr.value), p.tp, p.offset(pr), w),
 					Ops:     a.ref(reader, w)})
 			}
 			return true
@@ -124,19 +124,18 @@ func (a *analysis) abortedReads(p *partition) {
 		if pr.readRC < 0 {
 			return true
 		}
-		txn := a.txn(pr)
 		if pr.vis == model.Aborted {
-			writer, readRC, t := a.sent(pr.writer), a.read(pr.readRC), a.id(txn)
+			writer, readRC, t := a.sent(pr.writer), a.read(pr.readRC), a.id(pr.txn)
 			a.rep.add("G1a", Witness{
-				Message: fmt.Sprintf("read_committed op %d read %q at %s offset %d, written by op %d in aborted transaction op %d", readRC, a.values.str(pr.value), p.tp, pr.offset, writer, t),
+				Message: fmt.Sprintf("read_committed op %d read %q at %s offset %d, written by op %d in aborted transaction op %d", readRC, a.values.str(pr.value), p.tp, p.offset(pr), writer, t),
 				Ops:     a.ref(readRC, writer, t)})
 			return true
 		}
-		if txn >= 0 {
-			if ret, end := a.r.Reads[pr.readRC].Return, a.txnEnd(txn); ret < end {
-				writer, readRC, t := a.sent(pr.writer), a.read(pr.readRC), a.id(txn)
+		if pr.txn >= 0 {
+			if ret, end := a.r.Reads[pr.readRC].Return, a.txnEnd(pr.txn); ret < end {
+				writer, readRC, t := a.sent(pr.writer), a.read(pr.readRC), a.id(pr.txn)
 				a.rep.add("precommitted-read", Witness{
-					Message: fmt.Sprintf("read_committed op %d returned %q (%s offset %d) at %d, before transaction op %d asked to commit at %d", readRC, a.values.str(pr.value), p.tp, pr.offset, ret, t, end),
+					Message: fmt.Sprintf("read_committed op %d returned %q (%s offset %d) at %d, before transaction op %d asked to commit at %d", readRC, a.values.str(pr.value), p.tp, p.offset(pr), ret, t, end),
 					Ops:     a.ref(readRC, writer, t)})
 			}
 		}
@@ -203,26 +202,26 @@ func (a *analysis) lostWrites(p *partition, lost map[int32]bool) {
 	var boundReader history.ID
 	p.each(func(_ int32, pr *pair) bool {
 		if pr.reader >= 0 {
-			if first := p.pairs[pr.group].offset; first > bound {
+			if first := p.offset(&p.pairs[pr.group]); first > bound {
 				bound, boundReader = first, a.read(pr.reader)
 			}
 		}
 		return true
 	})
 	p.each(func(_ int32, pr *pair) bool {
-		if pr.offset > bound {
+		if p.offset(pr) > bound {
 			return false
 		}
 		// A definite writer was acknowledged; it must also be visible.
 		if pr.reader >= 0 || pr.valRead || !a.definite(p, pr) {
 			return true
 		}
-		if t := a.txn(pr); t >= 0 && !a.committed[t] {
+		if pr.txn >= 0 && !a.committed[pr.txn] {
 			return true
 		}
 		lost[pr.writer] = true
 		a.rep.add("lost-write", Witness{
-			Message: fmt.Sprintf("%q, acknowledged at %s offset %d by op %d, was never read, though op %d read up to offset %d", a.values.str(pr.value), p.tp, pr.offset, a.sent(pr.writer), boundReader, bound),
+			Message: fmt.Sprintf("%q, acknowledged at %s offset %d by op %d, was never read, though op %d read up to offset %d", a.values.str(pr.value), p.tp, p.offset(pr), a.sent(pr.writer), boundReader, bound),
 			Ops:     a.ref(a.sent(pr.writer), boundReader)})
 		return true
 	})

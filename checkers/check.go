@@ -80,9 +80,13 @@ func Check(h history.History, opts Options) (Verdict, error) {
 		}
 		return r.Log(h, clients, i)
 	}
+	var fast []LogResult
+	if opts.Linearizability != Porcupine {
+		fast = checkLogs(r)
+	}
 	illegal := -1
 	for i := range r.Partitions {
-		res := checkLogWith(r, i, log, opts)
+		res := checkLogWith(r, i, fast, log, opts)
 		v.Logs = append(v.Logs, res)
 		switch res.Result {
 		case porcupine.Illegal:
@@ -182,20 +186,18 @@ func pictured(h history.History, parts []model.Partition, illegal int, found []A
 	return 0
 }
 
-// checkLogWith checks partition i with the checker opts choose; log
-// builds its porcupine operations.
-func checkLogWith(r *model.Resolution, i int, log func(int) model.Log, opts Options) LogResult {
+// checkLogWith is the verdict on partition i of the checker opts choose:
+// fast holds the fast checker's, log builds porcupine's operations.
+func checkLogWith(r *model.Resolution, i int, fast []LogResult, log func(int) model.Log, opts Options) LogResult {
 	switch opts.Linearizability {
 	case Porcupine:
 		return LogResult{TP: r.Partitions[i].TP, Result: model.CheckLog(log(i), opts.PorcupineTimeout)}
 	case Both:
-		fast := checkLog(r, i)
-		if ref := model.CheckLog(log(i), opts.PorcupineTimeout); ref != porcupine.Unknown && ref != fast.Result {
-			panic(fmt.Sprintf("checkers: fast log checker says %s and porcupine says %s on %s", fast.Result, ref, fast.TP))
+		if ref := model.CheckLog(log(i), opts.PorcupineTimeout); ref != porcupine.Unknown && ref != fast[i].Result {
+			panic(fmt.Sprintf("checkers: fast log checker says %s and porcupine says %s on %s", fast[i].Result, ref, fast[i].TP))
 		}
-		return fast
 	}
-	return checkLog(r, i)
+	return fast[i]
 }
 
 func (a *analysis) registerRefs(r model.OffsetRegister) []OpRef {

@@ -41,41 +41,37 @@ type effect struct {
 	read   history.ID
 }
 
-// checkDelivery counts, for every intent, its effects in the final output
+// Delivery counts, for every intent, its effects in the final output
 // (final reads marked Output): at-most-once allows at most one,
 // at-least-once needs one for every acknowledged intent, and per-key order
 // (when promised) needs each key's first effects in input-offset order.
+
+// intend counts message v of send k (whose value has id id), sent in
+// history order, toward its intent: the first send of an input message's
+// value makes it one; the first acknowledged (its transaction, if any,
+// committed) acknowledges it. The walk interning the values calls it.
+func (a *analysis) intend(k, v, id int32, ack bool) {
+	for int(id) >= len(a.intentOf) {
+		a.intentOf = append(a.intentOf, -1)
+	}
+	if !a.r.Input[v] {
+		return
+	}
+	i := a.intentOf[id]
+	if i < 0 {
+		i = int32(len(a.intents))
+		a.intentOf[id] = i
+		a.intents = append(a.intents, intent{msg: v, acked: -1, firstOut: -1})
+	}
+	if in := &a.intents[i]; in.acked < 0 && ack {
+		in.msg, in.acked = v, k
+	}
+}
+
+// checkDelivery judges the intents intend counted against the final
+// output.
 func (a *analysis) checkDelivery() (stats Stats, notes []string) {
-	intentOf := make([]int32, a.values.len()) // by value id: its intent, -1 if none
-	for i := range intentOf {
-		intentOf[i] = -1
-	}
-	inputs := 0
-	for _, in := range a.r.Input {
-		if in {
-			inputs++
-		}
-	}
-	intents := make([]intent, 0, inputs)
-	for k := range a.r.Sends {
-		s := &a.r.Sends[k]
-		ack := s.Outcome == history.OK && (s.Txn == 0 || a.op(s.Txn).Outcome == history.OK)
-		for v := s.Value; v < s.Value+s.Count; v++ {
-			if !a.r.Input[v] {
-				continue
-			}
-			id := a.valueOf[v]
-			i := intentOf[id]
-			if i < 0 {
-				i = int32(len(intents))
-				intentOf[id] = i
-				intents = append(intents, intent{msg: v, acked: -1, firstOut: -1})
-			}
-			if in := &intents[i]; in.acked < 0 && ack {
-				in.msg, in.acked = v, int32(k)
-			}
-		}
-	}
+	intents, intentOf := a.intents, a.intentOf
 	stats.Intents = len(intents)
 	for i := range intents {
 		if intents[i].acked >= 0 {
@@ -88,7 +84,7 @@ func (a *analysis) checkDelivery() (stats Stats, notes []string) {
 	count := func(id int32, key, store string, read int32) {
 		stats.Outputs++
 		i := int32(-1)
-		if id >= 0 {
+		if id >= 0 && int(id) < len(intentOf) {
 			i = intentOf[id]
 		}
 		if keyed {

@@ -12,11 +12,12 @@ import (
 // what sends were acknowledged at (or pinned to) and what reads returned.
 // Operations are named by their position in the history.
 type pair struct {
-	offset int64
+	cell   int32 // its offset's (model.Cells; partition.offset)
 	value  int32 // value id (analysis.values)
 	writer int32 // the first send that wrote it here (in the resolution's Sends), -1 if none
 	reader int32 // the first read that returned it (in the resolution's Reads), -1 if none
 	readRC int32 // the earliest-returning read_committed read, -1 if none
+	txn    int32 // the position of the writer's transaction, -1 if none
 	// group is the pair holding the same value at its lowest offset in
 	// this partition; valRead and valFinal say whether some read, or a
 	// final read, returned the value at any of its offsets.
@@ -40,6 +41,7 @@ type partition struct {
 	// an offset a read_uncommitted (all) or read_committed reader sees: an
 	// offset's rank among those, if the count rises past its cell.
 	all, committed []int32
+	multi          bool      // some cell holds two pairs
 	dups           [][]int32 // the pairs of each value held at two or more offsets, values sorted
 	failed         map[int32]history.ID
 }
@@ -60,8 +62,13 @@ type analysis struct {
 	values  *values
 	valueOf []int32 // the value id of each of the resolution's Values
 	pairOf  []int32 // the pair each of the resolution's Values is in, -1 if no append wrote it
-	home    []valueHome
-	away    map[[2]int32]int32 // (partition, value) → group, for values in more than one partition
+	// valRead and valFinal are those of each of the resolution's Values
+	// an append wrote (its pair's).
+	valRead, valFinal []bool
+	intents           []intent
+	intentOf          []int32 // by value id: its intent, -1 if none
+	home              []valueHome
+	away              map[[2]int32]int32 // (partition, value) → group, for values in more than one partition
 	// committed: txn ops that committed (ok, or info with a write read at
 	// read_committed), by position.
 	committed []bool
@@ -130,14 +137,8 @@ func (a *analysis) read(k int32) history.ID {
 	return a.r.Reads[k].Op
 }
 
-// txn is the position of the transaction a pair's writer sent in, -1 if
-// none.
-func (a *analysis) txn(pr *pair) int32 {
-	if pr.writer < 0 {
-		return -1
-	}
-	return a.pos(a.r.Sends[pr.writer].Txn)
-}
+// offset is a pair's offset.
+func (p *partition) offset(pr *pair) int64 { return p.m.Cells.Offset(pr.cell) }
 
 // definite: a pair's writer was acknowledged with its offset.
 func (a *analysis) definite(p *partition, pr *pair) bool {
@@ -158,8 +159,15 @@ func newAnalysis(h history.History, r *model.Resolution, opts Options, rep *repo
 	a.survey()
 	a.values = newValues(r.Values, len(r.Values))
 	a.valueOf = make([]int32, len(r.Values))
-	for i := range r.Values {
-		a.valueOf[i] = a.values.idAt(int32(i))
+	a.intentOf = make([]int32, 0, len(r.Values))
+	a.intents = make([]intent, 0, len(r.Values))
+	for k := range r.Sends { // in history order: the order the values lie in memory, as a rule
+		s := &r.Sends[k]
+		ack := s.Outcome == history.OK && (s.Txn == 0 || a.op(s.Txn).Outcome == history.OK)
+		for v := s.Value; v < s.Value+s.Count; v++ {
+			a.valueOf[v] = a.values.idAt(v)
+			a.intend(int32(k), v, a.valueOf[v], ack)
+		}
 	}
 	a.pairOf = make([]int32, len(r.Values))
 	for i := range a.pairOf {
@@ -171,16 +179,15 @@ func newAnalysis(h history.History, r *model.Resolution, opts Options, rep *repo
 		p := &partition{index: int32(i), tp: m.TP, m: m}
 		a.parts[i] = p
 		a.byTP[m.TP] = p
-		a.buildPairs(p)
+		a.writePairs(p)
 	}
+	a.readPairs()
 	// An indefinite transaction whose write a read_committed read returned
 	// committed; its writes are then as visible as any committed write.
 	for _, p := range a.parts {
 		for i := range p.pairs {
-			if pr := &p.pairs[i]; pr.writer >= 0 && pr.readRC >= 0 {
-				if t := a.txn(pr); t >= 0 && a.h[t].Outcome == history.Info {
-					a.committed[t] = true
-				}
+			if pr := &p.pairs[i]; pr.writer >= 0 && pr.readRC >= 0 && pr.txn >= 0 && a.h[pr.txn].Outcome == history.Info {
+				a.committed[pr.txn] = true
 			}
 		}
 	}
@@ -190,14 +197,21 @@ func newAnalysis(h history.History, r *model.Resolution, opts Options, rep *repo
 	}
 	for _, p := range a.parts {
 		for i := range p.pairs {
-			if pr := &p.pairs[i]; pr.vis == model.Undecided && pr.writer >= 0 {
-				if t := a.txn(pr); t >= 0 && a.committed[t] {
-					pr.vis = model.Visible
-				}
+			if pr := &p.pairs[i]; pr.vis == model.Undecided && pr.writer >= 0 && pr.txn >= 0 && a.committed[pr.txn] {
+				pr.vis = model.Visible
 			}
 		}
 		a.groupValues(p)
 		a.buildRanks(p)
+	}
+	a.valRead, a.valFinal = make([]bool, len(r.Values)), make([]bool, len(r.Values))
+	for _, p := range a.parts {
+		for _, ap := range p.m.Appends {
+			for v := ap.Value; v < ap.Value+ap.Count; v++ {
+				pr := &p.pairs[a.pairOf[v]]
+				a.valRead[v], a.valFinal[v] = pr.valRead, pr.valFinal
+			}
+		}
 	}
 	return a
 }
@@ -255,11 +269,11 @@ func (a *analysis) survey() {
 	})
 }
 
-// buildPairs merges every (offset, value) written or read, in the order of
-// the partition's log: appends first, so a pair's writer is its first
-// append, then reads, so its reader is its first read.
-func (a *analysis) buildPairs(p *partition) {
-	r, m := a.r, p.m
+// writePairs starts a partition's version order with every (offset,
+// value) its log's appends wrote, in the log's order: a pair's writer is
+// its first append. readPairs then adds what the reads returned.
+func (a *analysis) writePairs(p *partition) {
+	m := p.m
 	n := 0
 	for _, ap := range m.Appends {
 		n += int(ap.Count)
@@ -270,61 +284,73 @@ func (a *analysis) buildPairs(p *partition) {
 	for i := range p.head {
 		p.head[i] = -1
 	}
-	at := func(cell, value int32) int32 {
-		for q := p.head[cell]; q >= 0; q = p.next[q] {
-			if p.pairs[q].value == value {
-				return q
-			}
-		}
-		return -1
-	}
-	add := func(cell int32, pr pair) int32 {
-		q := int32(len(p.pairs))
-		p.pairs = append(p.pairs, pr)
-		p.next = append(p.next, p.head[cell])
-		p.head[cell] = q
-		return q
-	}
-	multi := false // some cell holds two pairs
 	for _, ap := range m.Appends {
+		txn := a.pos(ap.Txn)
 		for k := int32(0); k < ap.Count; k++ {
-			v, off := ap.Value+k, ap.Base+int64(k)
-			cell, value := m.Cells.Of(off), a.valueOf[v]
-			q := at(cell, value)
+			v := ap.Value + k
+			cell, value := m.Cells.Of(ap.Base+int64(k)), a.valueOf[v]
+			q := p.at(cell, value)
 			if q < 0 {
-				multi = multi || p.head[cell] >= 0
-				q = add(cell, pair{offset: off, value: value, writer: ap.Sent, reader: -1, readRC: -1, vis: ap.Visibility})
+				q = p.add(cell, pair{cell: cell, value: value, writer: ap.Sent, reader: -1, readRC: -1, txn: txn, vis: ap.Visibility})
 			}
 			a.pairOf[v] = q
 		}
 	}
-	for _, ri := range m.Reads {
+}
+
+// readPairs adds to every partition's version order what its reads
+// returned, in history order (a pair's reader is its first read), walking
+// the reads once, then orders each cell's pairs by value.
+func (a *analysis) readPairs() {
+	r := a.r
+	for ri := range r.Reads {
 		rd := &r.Reads[ri]
+		p := a.parts[rd.Part]
 		for rec := rd.Record; rec < rd.Record+rd.Count; rec++ {
 			var q int32
 			if v := r.RecordValues[rec]; v >= 0 {
 				q = a.pairOf[v]
 			} else {
-				off := r.RecordOffsets[rec]
-				cell, value := m.Cells.Of(off), a.values.id(r.RecordValue(rec))
-				if q = at(cell, value); q < 0 {
-					multi = multi || p.head[cell] >= 0
-					q = add(cell, pair{offset: off, value: value, writer: -1, reader: -1, readRC: -1, vis: model.Undecided})
+				cell, value := p.m.Cells.Of(r.RecordOffsets[rec]), a.values.id(r.RecordValue(rec))
+				if q = p.at(cell, value); q < 0 {
+					q = p.add(cell, pair{cell: cell, value: value, writer: -1, reader: -1, readRC: -1, txn: -1, vis: model.Undecided})
 				}
 			}
 			pr := &p.pairs[q]
 			if pr.reader < 0 {
-				pr.reader = ri
+				pr.reader = int32(ri)
 			}
 			if rd.Committed && (pr.readRC < 0 || rd.Return < r.Reads[pr.readRC].Return) {
-				pr.readRC = ri
+				pr.readRC = int32(ri)
 			}
 			pr.final = pr.final || rd.Final
 		}
 	}
-	if multi {
-		a.sortCells(p)
+	for _, p := range a.parts {
+		if p.multi {
+			a.sortCells(p)
+		}
 	}
+}
+
+// at is the pair holding a value at a cell, -1 if none.
+func (p *partition) at(cell, value int32) int32 {
+	for q := p.head[cell]; q >= 0; q = p.next[q] {
+		if p.pairs[q].value == value {
+			return q
+		}
+	}
+	return -1
+}
+
+// add puts a new pair at a cell.
+func (p *partition) add(cell int32, pr pair) int32 {
+	p.multi = p.multi || p.head[cell] >= 0
+	q := int32(len(p.pairs))
+	p.pairs = append(p.pairs, pr)
+	p.next = append(p.next, p.head[cell])
+	p.head[cell] = q
+	return q
 }
 
 // sortCells orders the pairs of every cell holding two or more by value.
@@ -434,16 +460,16 @@ func (a *analysis) group(p *partition, value int32) int32 {
 // returned value v — the resolution's Values[v], sent to p — anywhere in
 // partition p.
 func (a *analysis) valueRead(p *partition, v int32) bool {
-	if q := a.pairOf[v]; q >= 0 {
-		return p.pairs[q].valRead
+	if a.pairOf[v] >= 0 {
+		return a.valRead[v]
 	}
 	g := a.group(p, a.valueOf[v])
 	return g >= 0 && p.pairs[g].valRead
 }
 
 func (a *analysis) valueFinal(p *partition, v int32) bool {
-	if q := a.pairOf[v]; q >= 0 {
-		return p.pairs[q].valFinal
+	if a.pairOf[v] >= 0 {
+		return a.valFinal[v]
 	}
 	g := a.group(p, a.valueOf[v])
 	return g >= 0 && p.pairs[g].valFinal

@@ -43,17 +43,33 @@ func (v *LogViolation) String() string { return v.Anomaly + ": " + v.Message }
 // constrain appends. The differential test holds this to porcupine's
 // verdicts.
 func CheckLog(l model.Log) LogResult {
-	return checkLog(model.Flatten(l), 0)
+	return checkLogs(model.Flatten(l))[0]
 }
 
-// checkLog is CheckLog on partition i of a resolution: in linear time,
-// since the resolution has its appends sorted by offset and each record
-// matched with the value written at its offset.
-func checkLog(r *model.Resolution, i int) LogResult {
-	p := &r.Partitions[i]
-	res := LogResult{TP: p.TP, Result: porcupine.Ok}
-	if v := (&logCheck{r: r, p: p}).violation(); v != nil {
-		res.Result, res.Violation = porcupine.Illegal, v
+// checkLogs is CheckLog on every partition of a resolution, in linear
+// time: the resolution has each partition's appends sorted by offset and
+// each record matched with the value written at its offset. It walks the
+// reads once, in history order, each partition's checked until its first
+// violation.
+func checkLogs(r *model.Resolution) []LogResult {
+	res := make([]LogResult, len(r.Partitions))
+	checks := make([]logCheck, len(r.Partitions))
+	for i := range r.Partitions {
+		p := &r.Partitions[i]
+		res[i] = LogResult{TP: p.TP, Result: porcupine.Ok}
+		checks[i] = logCheck{r: r, p: p}
+		checks[i].violation = checks[i].appends()
+	}
+	for ri := range r.Reads {
+		rd := &r.Reads[ri]
+		if c := &checks[rd.Part]; c.violation == nil {
+			c.violation = c.read(rd)
+		}
+	}
+	for i := range checks {
+		if v := checks[i].violation; v != nil {
+			res[i].Result, res[i].Violation = porcupine.Illegal, v
+		}
 	}
 	return res
 }
@@ -61,15 +77,19 @@ func checkLog(r *model.Resolution, i int) LogResult {
 // logCheck is one partition log being checked. Its slots are the appends'
 // values in offset order, one per offset once no two appends overlap.
 type logCheck struct {
-	r     *model.Resolution
-	p     *model.Partition
-	apps  []model.Append // p.Appends
-	order []int32        // p.ByOffset
+	r         *model.Resolution
+	p         *model.Partition
+	violation *LogViolation  // the first found
+	apps      []model.Append // p.Appends
+	order     []int32        // p.ByOffset
+	lin       []int64        // per append in offset order: its earliest linearization point
 	// before[c] is how many slots lie in cells below c; slot s is in cell
-	// slotCell[s], written by apps[order[slotApp[s]]].
+	// slotCell[s], written by apps[order[slotApp[s]]]; visible[s] is how
+	// many slots below s a read_committed reader must see.
 	before   []int32
 	slotCell []int32
 	slotApp  []int32
+	visible  []int32
 	seen     []bool // per slot: some read returned it (computed when a read skipped one)
 }
 
@@ -91,8 +111,11 @@ func (c *logCheck) value(s int32) int32 {
 	return a.Value + int32(c.p.Cells.Offset(c.slotCell[s])-a.Base)
 }
 
-func (c *logCheck) violation() *LogViolation {
-	r, p := c.r, c.p
+// appends checks the appends alone — no two at one offset, each placed
+// before its return — and lays out the slots the reads are checked
+// against.
+func (c *logCheck) appends() *LogViolation {
+	p := c.p
 	c.apps, c.order = p.Appends, p.ByOffset
 	apps, order := c.apps, c.order
 	end, nslots := int64(math.MinInt64), 0
@@ -107,15 +130,14 @@ func (c *logCheck) violation() *LogViolation {
 		end = a.Base + int64(a.Count)
 		nslots += int(a.Count)
 	}
-	// Earliest linearization point of each append, in offset order.
-	lin := make([]int64, len(order))
+	c.lin = make([]int64, len(order))
 	cur, curOp := int64(math.MinInt64), -1
 	for i, ai := range order {
 		a := &apps[ai]
 		if a.Call > cur {
 			cur, curOp = a.Call, i
 		}
-		lin[i] = cur
+		c.lin[i] = cur
 		if cur > a.Return {
 			b := &apps[order[curOp]]
 			return &LogViolation{Anomaly: "offset-order", Offset: a.Base, Ops: []history.ID{a.Op, b.Op},
@@ -125,80 +147,83 @@ func (c *logCheck) violation() *LogViolation {
 	}
 	c.before = make([]int32, p.Cells.Len()+1)
 	c.slotCell, c.slotApp = make([]int32, 0, nslots), make([]int32, 0, nslots)
-	visible := make([]int32, 1, nslots+1) // visible[s]: slots below s a read_committed reader must see
+	c.visible = make([]int32, 1, nslots+1)
 	for oi, ai := range order {
 		a := &apps[ai]
 		for k := int64(0); k < int64(a.Count); k++ {
 			cell := p.Cells.Of(a.Base + k)
 			c.before[cell+1] = 1
 			c.slotCell, c.slotApp = append(c.slotCell, cell), append(c.slotApp, int32(oi))
-			n := visible[len(visible)-1]
+			n := c.visible[len(c.visible)-1]
 			if a.Visibility == model.Visible {
 				n++
 			}
-			visible = append(visible, n)
+			c.visible = append(c.visible, n)
 		}
 	}
 	for cell := 1; cell < len(c.before); cell++ {
 		c.before[cell] += c.before[cell-1]
 	}
-	for _, ri := range p.Reads {
-		rd := &r.Reads[ri]
-		offs := r.RecordOffsets[rd.Record : rd.Record+rd.Count]
-		vals := r.RecordValues[rd.Record : rd.Record+rd.Count]
-		for i := 1; i < len(offs); i++ {
-			if offs[i] <= offs[i-1] {
-				return &LogViolation{Anomaly: "nonmonotonic-poll", Offset: offs[i], Ops: []history.ID{rd.Op},
-					Message: fmt.Sprintf("%s: op %d returned offset %d after offset %d", p.TP, rd.Op, offs[i], offs[i-1])}
+	return nil
+}
+
+// read checks one read against the slots.
+func (c *logCheck) read(rd *model.Read) *LogViolation {
+	r, p, apps, order := c.r, c.p, c.apps, c.order
+	offs := r.RecordOffsets[rd.Record : rd.Record+rd.Count]
+	vals := r.RecordValues[rd.Record : rd.Record+rd.Count]
+	for i := 1; i < len(offs); i++ {
+		if offs[i] <= offs[i-1] {
+			return &LogViolation{Anomaly: "nonmonotonic-poll", Offset: offs[i], Ops: []history.ID{rd.Op},
+				Message: fmt.Sprintf("%s: op %d returned offset %d after offset %d", p.TP, rd.Op, offs[i], offs[i-1])}
+		}
+	}
+	lo, hi := rd.From, offs[len(offs)-1]
+	if lo < 0 {
+		lo = offs[0]
+	}
+	if offs[0] < lo {
+		return &LogViolation{Anomaly: "nonmonotonic-poll", Offset: offs[0], Ops: []history.ID{rd.Op},
+			Message: fmt.Sprintf("%s: op %d fetched from %d but returned offset %d", p.TP, rd.Op, lo, offs[0])}
+	}
+	required := int32(0)
+	for j, off := range offs {
+		s := c.slot(off)
+		if s < 0 {
+			return c.unwritten(rd, rd.Record+int32(j))
+		}
+		a := c.app(s)
+		if sv := c.value(s); vals[j] != sv {
+			return &LogViolation{Anomaly: "inconsistent-offsets", Offset: off, Ops: []history.ID{rd.Op, a.Op},
+				Message: fmt.Sprintf("%s: op %d read %q at offset %d, where op %d wrote %q", p.TP, rd.Op, r.RecordValue(rd.Record+int32(j)), off, a.Op, r.Values[sv])}
+		}
+		if rd.Committed && a.Visibility == model.Aborted {
+			return &LogViolation{Anomaly: "G1a", Offset: off, Ops: []history.ID{rd.Op, a.Op},
+				Message: fmt.Sprintf("%s: read_committed op %d read %q at offset %d, written by aborted transaction of op %d", p.TP, rd.Op, r.Values[vals[j]], off, a.Op)}
+		}
+		if !rd.Committed || a.Visibility == model.Visible {
+			required++
+		}
+	}
+	first := c.before[p.Cells.AtOrAfter(lo)]
+	last := c.slot(hi)
+	want := last + 1 - first
+	if rd.Committed {
+		want = c.visible[last+1] - c.visible[first]
+	}
+	if required != want {
+		return c.skipped(rd, lo, hi, first, last)
+	}
+	if a := c.slotApp[last]; c.lin[a] > rd.Return {
+		late := &apps[order[a]]
+		for j := a; j >= 0; j-- {
+			if apps[order[j]].Call == c.lin[a] {
+				late = &apps[order[j]]
+				break
 			}
 		}
-		lo, hi := rd.From, offs[len(offs)-1]
-		if lo < 0 {
-			lo = offs[0]
-		}
-		if offs[0] < lo {
-			return &LogViolation{Anomaly: "nonmonotonic-poll", Offset: offs[0], Ops: []history.ID{rd.Op},
-				Message: fmt.Sprintf("%s: op %d fetched from %d but returned offset %d", p.TP, rd.Op, lo, offs[0])}
-		}
-		required := int32(0)
-		for j, off := range offs {
-			s := c.slot(off)
-			if s < 0 {
-				return c.unwritten(rd, rd.Record+int32(j))
-			}
-			a := c.app(s)
-			if sv := c.value(s); vals[j] != sv {
-				return &LogViolation{Anomaly: "inconsistent-offsets", Offset: off, Ops: []history.ID{rd.Op, a.Op},
-					Message: fmt.Sprintf("%s: op %d read %q at offset %d, where op %d wrote %q", p.TP, rd.Op, r.RecordValue(rd.Record+int32(j)), off, a.Op, r.Values[sv])}
-			}
-			if rd.Committed && a.Visibility == model.Aborted {
-				return &LogViolation{Anomaly: "G1a", Offset: off, Ops: []history.ID{rd.Op, a.Op},
-					Message: fmt.Sprintf("%s: read_committed op %d read %q at offset %d, written by aborted transaction of op %d", p.TP, rd.Op, r.Values[vals[j]], off, a.Op)}
-			}
-			if !rd.Committed || a.Visibility == model.Visible {
-				required++
-			}
-		}
-		first := c.before[p.Cells.AtOrAfter(lo)]
-		last := c.slot(hi)
-		want := last + 1 - first
-		if rd.Committed {
-			want = visible[last+1] - visible[first]
-		}
-		if required != want {
-			return c.skipped(rd, lo, hi, first, last)
-		}
-		if a := c.slotApp[last]; lin[a] > rd.Return {
-			late := &apps[order[a]]
-			for j := a; j >= 0; j-- {
-				if apps[order[j]].Call == lin[a] {
-					late = &apps[order[j]]
-					break
-				}
-			}
-			return &LogViolation{Anomaly: "future-read", Offset: hi, Ops: []history.ID{rd.Op, late.Op},
-				Message: fmt.Sprintf("%s: op %d returned at %d having read up to offset %d, but op %d, at offset %d, was only invoked at %d", p.TP, rd.Op, rd.Return, hi, late.Op, late.Base, late.Call)}
-		}
+		return &LogViolation{Anomaly: "future-read", Offset: hi, Ops: []history.ID{rd.Op, late.Op},
+			Message: fmt.Sprintf("%s: op %d returned at %d having read up to offset %d, but op %d, at offset %d, was only invoked at %d", p.TP, rd.Op, rd.Return, hi, late.Op, late.Base, late.Call)}
 	}
 	return nil
 }

@@ -6,22 +6,11 @@ import (
 	"github.com/kafkasim/kafkasim/history"
 )
 
-// resolve lays out one partition: its definite appends, its indefinite
-// sends pinned or dropped, its cells, the value of each record no
-// definite claim explains, and its appends in offset order, chained.
-func (r *Resolution) resolve(b *partitionBuild, sends, reads []int32, unexplained []unwritten) Partition {
-	p := Partition{TP: b.tp, Reads: reads, FinalRead: b.finalRead, Appends: make([]Append, 0, len(sends))}
-	var indefinite []int32
-	for _, k := range sends {
-		s := &r.Sends[k]
-		if !s.definite() {
-			indefinite = append(indefinite, k)
-			continue
-		}
-		s.Append = int32(len(p.Appends))
-		p.Appends = append(p.Appends, Append{Op: s.Op, Sent: k, Call: s.Call, Return: s.Return, Base: s.Offset,
-			Value: s.Value, Count: s.Count, Visibility: s.Visibility, Txn: s.Txn, After: history.NoOffset, Definite: true})
-	}
+// resolve lays out one partition, given its definite appends: its
+// indefinite sends pinned or dropped, its cells, the value of each record
+// no definite claim explains, and its appends in offset order, chained.
+func (r *Resolution) resolve(b *partitionBuild, apps []Append, indefinite, reads []int32, unexplained []unwritten) Partition {
+	p := Partition{TP: b.tp, Reads: reads, FinalRead: b.finalRead, Appends: apps}
 	if len(indefinite) > 0 {
 		r.pin(b, &p, indefinite, unexplained)
 	}

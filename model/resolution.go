@@ -135,10 +135,12 @@ type partitionBuild struct {
 	count      int
 	cells      Cells
 	at         []int32
-	twice      bool // some offset is claimed by two definite values
-	indefinite int  // values of indefinite sends
-	records    int
+	twice      bool  // some offset is claimed by two definite values
+	indefinite int   // values of indefinite sends
 	rlo, rhi   int64 // the records' offsets
+	// Its values and records: how many, and where the next goes.
+	values, records       int
+	nextValue, nextRecord int32
 }
 
 // partitionTable finds a topic-partition's build without hashing in the
@@ -194,36 +196,47 @@ func (t *partitionTable) create(tp history.TopicPartition) *partitionBuild {
 }
 
 // Resolve resolves a valid history into partition logs, sorted by
-// topic-partition (see Logs). It walks the history three times: to size its
-// arrays, for the sends, then for the reads — each record compared once
-// with the value claimed at its offset.
+// topic-partition (see Logs). It walks the history three times: to size
+// its arrays, for the sends, then for the reads — each record compared once
+// with the value claimed at its offset. Each partition's values, and its
+// records, lie together, in history order: the checks that walk one
+// partition read memory in order.
 func Resolve(h history.History) *Resolution {
+	var parts partitionTable
 	var sends, values, polls, reads, records int
 	for i := range h {
 		switch op := &h[i]; op.Kind {
 		case history.KindSend:
 			sends++
 			values += len(op.Send.Messages)
+			parts.get(op.Send.TP).values += len(op.Send.Messages)
 		case history.KindPoll:
 			polls++
 			for k := range op.Poll.Fetched {
-				if n := len(op.Poll.Fetched[k].Records); n > 0 {
+				if f := &op.Poll.Fetched[k]; len(f.Records) > 0 {
 					reads++
-					records += n
+					records += len(f.Records)
+					parts.get(f.TP).records += len(f.Records)
 				}
 			}
 		case history.KindFinalRead:
 			if f := op.FinalRead; f.Sink == "" && len(f.Records) > 0 {
 				reads++
 				records += len(f.Records)
+				parts.get(f.TP).records += len(f.Records)
 			}
 		}
 	}
-	r := &Resolution{Values: make([]string, 0, values), Input: make([]bool, 0, values), Sends: make([]Sent, 0, sends),
-		Polls: make([]Polled, 0, polls), Reads: make([]Read, 0, reads), RecordOffsets: make([]int64, 0, records), RecordValues: make([]int32, 0, records)}
+	r := &Resolution{Values: make([]string, values), Input: make([]bool, values), Sends: make([]Sent, 0, sends),
+		Polls: make([]Polled, 0, polls), Reads: make([]Read, 0, reads), RecordOffsets: make([]int64, records), RecordValues: make([]int32, records)}
+	values, records = 0, 0
+	for _, b := range parts.builds {
+		b.nextValue, b.nextRecord = int32(values), int32(records)
+		values += b.values
+		records += b.records
+	}
 	r.Index = h.Index()
 	index := r.Index
-	var parts partitionTable
 	for i := range h {
 		op := &h[i]
 		if op.Kind != history.KindSend {
@@ -231,11 +244,12 @@ func Resolve(h history.History) *Resolution {
 		}
 		s := op.Send
 		b := parts.get(s.TP)
-		sent := Sent{Op: op.ID, Pos: int32(i), Part: b.id, Append: -1, Value: int32(len(r.Values)), Count: int32(len(s.Messages)),
+		sent := Sent{Op: op.ID, Pos: int32(i), Part: b.id, Append: -1, Value: b.nextValue, Count: int32(len(s.Messages)),
 			Call: op.Call, Return: op.Return, Outcome: op.Outcome, Offset: s.Offset, Txn: s.Txn, Visibility: Visible}
 		for k := range s.Messages {
-			r.Values = append(r.Values, s.Messages[k].Value)
-			r.Input = append(r.Input, s.Messages[k].Source == "")
+			r.Values[b.nextValue] = s.Messages[k].Value
+			r.Input[b.nextValue] = s.Messages[k].Source == ""
+			b.nextValue++
 		}
 		if op.Outcome != history.Fail {
 			b.logged = true
@@ -326,7 +340,7 @@ func (r *Resolution) read(b *partitionBuild, op *history.Op, pos int, final bool
 		ls = *lastStable
 	}
 	r.Reads = append(r.Reads, Read{Op: op.ID, Pos: int32(pos), Part: b.id, Final: final, Committed: committed,
-		Call: op.Call, Return: op.Return, From: from, LastStable: ls, Record: int32(len(r.RecordOffsets)), Count: int32(len(recs))})
+		Call: op.Call, Return: op.Return, From: from, LastStable: ls, Record: b.nextRecord, Count: int32(len(recs))})
 	for k := range recs {
 		e := &recs[k]
 		b.rlo, b.rhi = min(b.rlo, e.Offset), max(b.rhi, e.Offset)
@@ -337,12 +351,12 @@ func (r *Resolution) read(b *partitionBuild, op *history.Op, pos int, final bool
 			}
 		}
 		if v < 0 {
-			r.unwritten = append(r.unwritten, unwritten{record: int32(len(r.RecordOffsets)), part: b.id, value: e.Value})
+			r.unwritten = append(r.unwritten, unwritten{record: b.nextRecord, part: b.id, value: e.Value})
 		}
-		r.RecordOffsets = append(r.RecordOffsets, e.Offset)
-		r.RecordValues = append(r.RecordValues, v)
+		r.RecordOffsets[b.nextRecord] = e.Offset
+		r.RecordValues[b.nextRecord] = v
+		b.nextRecord++
 	}
-	b.records += len(recs)
 }
 
 // partition sorts the builds that have a log by topic-partition and
@@ -362,13 +376,15 @@ func (r *Resolution) partition(builds []*partitionBuild) {
 	for i, b := range logged {
 		renumber[b.id] = int32(i)
 	}
-	// Each partition's sends and reads, in history order: a counting sort.
-	sendsOf, readsOf := make([][]int32, len(logged)), make([][]int32, len(logged))
+	// Each partition's definite appends and indefinite sends, and its reads,
+	// in history order, in one walk over each.
+	apps, indefinite := make([][]Append, len(logged)), make([][]int32, len(logged))
+	readsOf := make([][]int32, len(logged))
 	nsends, nreads := make([]int, len(logged)), make([]int, len(logged))
 	for k := range r.Sends {
 		s := &r.Sends[k]
 		s.Part = renumber[s.Part]
-		if s.Part >= 0 && s.Outcome != history.Fail {
+		if s.Part >= 0 && s.definite() {
 			nsends[s.Part]++
 		}
 	}
@@ -380,13 +396,20 @@ func (r *Resolution) partition(builds []*partitionBuild) {
 	for k := range r.unwritten {
 		r.unwritten[k].part = renumber[r.unwritten[k].part]
 	}
-	for i := range logged {
-		sendsOf[i] = make([]int32, 0, nsends[i])
+	for i, b := range logged {
+		apps[i] = make([]Append, 0, nsends[i]+b.indefinite)
 		readsOf[i] = make([]int32, 0, nreads[i])
 	}
 	for k := range r.Sends {
-		if s := &r.Sends[k]; s.Part >= 0 && s.Outcome != history.Fail {
-			sendsOf[s.Part] = append(sendsOf[s.Part], int32(k))
+		s := &r.Sends[k]
+		switch {
+		case s.Part < 0 || s.Outcome == history.Fail:
+		case s.definite():
+			s.Append = int32(len(apps[s.Part]))
+			apps[s.Part] = append(apps[s.Part], Append{Op: s.Op, Sent: int32(k), Call: s.Call, Return: s.Return, Base: s.Offset,
+				Value: s.Value, Count: s.Count, Visibility: s.Visibility, Txn: s.Txn, After: history.NoOffset, Definite: true})
+		default:
+			indefinite[s.Part] = append(indefinite[s.Part], int32(k))
 		}
 	}
 	for k := range r.Reads {
@@ -404,7 +427,7 @@ func (r *Resolution) partition(builds []*partitionBuild) {
 		u = v
 	}
 	for i, b := range logged {
-		r.Partitions[i] = r.resolve(b, sendsOf[i], readsOf[i], byPart[i])
+		r.Partitions[i] = r.resolve(b, apps[i], indefinite[i], readsOf[i], byPart[i])
 	}
 	slices.SortFunc(r.unwritten, func(x, y unwritten) int { return int(x.record - y.record) }) // for RecordValue
 }
