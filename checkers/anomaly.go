@@ -13,10 +13,8 @@ import (
 func (a *analysis) checkAnomalies() {
 	lost := map[int32]bool{}
 	for _, p := range a.parts {
-		a.inconsistentOffsets(p)
+		a.judgePairs(p, lost)
 		a.duplicates(p)
-		a.abortedReads(p)
-		a.lostWrites(p, lost)
 	}
 	a.unseen(lost)
 	a.readsPastStable()
@@ -43,28 +41,6 @@ func (a *analysis) stuckFinalReads() {
 			}
 			a.rep.add("final-read-stuck", Witness{Message: msg, Ops: a.ref(op.ID)})
 		}
-	}
-}
-
-func (a *analysis) inconsistentOffsets(p *partition) {
-	for _, first := range p.head {
-		if first < 0 || p.next[first] < 0 {
-			continue
-		}
-		var desc []string
-		var ids []history.ID
-		for q := first; q >= 0; q = p.next[q] {
-			pr := &p.pairs[q]
-			by, verb := a.sent(pr.writer), "written by"
-			if by == 0 {
-				by, verb = a.read(pr.reader), "read by"
-			}
-			desc = append(desc, fmt.Sprintf("%q (%s op %d)", a.values.str(pr.value), verb, by))
-			ids = append(ids, by)
-		}
-		a.rep.add("inconsistent-offsets", Witness{
-			Message: fmt.Sprintf("%s offset %d holds %s", p.tp, p.offset(&p.pairs[first]), strings.Join(desc, " and ")),
-			Ops:     a.ref(ids...)})
 	}
 }
 
@@ -107,40 +83,94 @@ func (a *analysis) txnEnd(txn int32) int64 {
 	return a.txnEnds[a.rank(txn)]
 }
 
-func (a *analysis) abortedReads(p *partition) {
-	p.each(func(_ int32, pr *pair) bool {
-		if pr.reader < 0 {
-			return true
+// judgePairs walks a partition's version order once for what each pair
+// (or offset) says alone:
+//
+//   - inconsistent-offsets: two values at one offset;
+//   - G1a: a read of a value whose send failed definitely, or a
+//     read_committed read of an aborted transaction's write;
+//   - precommitted-read: a read_committed read of a transaction's write
+//     before the transaction asked to commit;
+//   - lost-write, after Jepsen: take the highest offset at which some read
+//     value first appears (the bound); every acknowledged value written at
+//     or below it must have been read by someone.
+func (a *analysis) judgePairs(p *partition, lost map[int32]bool) {
+	for _, first := range p.head {
+		if first < 0 {
+			continue
 		}
-		if pr.writer < 0 {
-			if w, ok := a.failedSend(p, pr.value); ok {
-				reader := a.read(pr.reader)
-				a.rep.add("G1a", Witness{
-					Message: fmt.Sprintf("op %d read %q at %s offset %d, but its send op %d failed definitely", reader, a.values.str(pr.value), p.tp, p.offset(pr), w),
-					Ops:     a.ref(reader, w)})
+		if p.next[first] >= 0 {
+			a.inconsistentOffset(p, first)
+		}
+		for q := first; q >= 0; q = p.next[q] {
+			pr := &p.pairs[q]
+			if pr.reader >= 0 {
+				a.abortedRead(p, pr)
+			} else if p.offset(pr) <= p.bound {
+				a.lostWrite(p, pr, lost)
 			}
-			return true
 		}
-		if pr.readRC < 0 {
-			return true
+	}
+}
+
+func (a *analysis) inconsistentOffset(p *partition, first int32) {
+	var desc []string
+	var ids []history.ID
+	for q := first; q >= 0; q = p.next[q] {
+		pr := &p.pairs[q]
+		by, verb := a.sent(pr.writer), "written by"
+		if by == 0 {
+			by, verb = a.read(pr.reader), "read by"
 		}
-		if pr.vis == model.Aborted {
-			writer, readRC, t := a.sent(pr.writer), a.read(pr.readRC), a.id(pr.txn)
+		desc = append(desc, fmt.Sprintf("%q (%s op %d)", a.values.str(pr.value), verb, by))
+		ids = append(ids, by)
+	}
+	a.rep.add("inconsistent-offsets", Witness{
+		Message: fmt.Sprintf("%s offset %d holds %s", p.tp, p.offset(&p.pairs[first]), strings.Join(desc, " and ")),
+		Ops:     a.ref(ids...)})
+}
+
+// abortedRead judges a pair some read returned.
+func (a *analysis) abortedRead(p *partition, pr *pair) {
+	if pr.writer < 0 {
+		if w, ok := a.failedSend(p, pr.value); ok {
+			reader := a.read(pr.reader)
 			a.rep.add("G1a", Witness{
-				Message: fmt.Sprintf("read_committed op %d read %q at %s offset %d, written by op %d in aborted transaction op %d", readRC, a.values.str(pr.value), p.tp, p.offset(pr), writer, t),
+				Message: fmt.Sprintf("op %d read %q at %s offset %d, but its send op %d failed definitely", reader, a.values.str(pr.value), p.tp, p.offset(pr), w),
+				Ops:     a.ref(reader, w)})
+		}
+		return
+	}
+	if pr.readRC < 0 {
+		return
+	}
+	if pr.vis == model.Aborted {
+		writer, readRC, t := a.sent(pr.writer), a.read(pr.readRC), a.id(pr.txn)
+		a.rep.add("G1a", Witness{
+			Message: fmt.Sprintf("read_committed op %d read %q at %s offset %d, written by op %d in aborted transaction op %d", readRC, a.values.str(pr.value), p.tp, p.offset(pr), writer, t),
+			Ops:     a.ref(readRC, writer, t)})
+		return
+	}
+	if pr.txn >= 0 {
+		if ret, end := a.r.Reads[pr.readRC].Return, a.txnEnd(pr.txn); ret < end {
+			writer, readRC, t := a.sent(pr.writer), a.read(pr.readRC), a.id(pr.txn)
+			a.rep.add("precommitted-read", Witness{
+				Message: fmt.Sprintf("read_committed op %d returned %q (%s offset %d) at %d, before transaction op %d asked to commit at %d", readRC, a.values.str(pr.value), p.tp, p.offset(pr), ret, t, end),
 				Ops:     a.ref(readRC, writer, t)})
-			return true
 		}
-		if pr.txn >= 0 {
-			if ret, end := a.r.Reads[pr.readRC].Return, a.txnEnd(pr.txn); ret < end {
-				writer, readRC, t := a.sent(pr.writer), a.read(pr.readRC), a.id(pr.txn)
-				a.rep.add("precommitted-read", Witness{
-					Message: fmt.Sprintf("read_committed op %d returned %q (%s offset %d) at %d, before transaction op %d asked to commit at %d", readRC, a.values.str(pr.value), p.tp, p.offset(pr), ret, t, end),
-					Ops:     a.ref(readRC, writer, t)})
-			}
-		}
-		return true
-	})
+	}
+}
+
+// lostWrite judges a pair no read returned, at or below the bound.
+func (a *analysis) lostWrite(p *partition, pr *pair, lost map[int32]bool) {
+	// A definite writer was acknowledged; it must also be visible.
+	if pr.valRead || !a.definite(p, pr) || (pr.txn >= 0 && !a.committed[pr.txn]) {
+		return
+	}
+	lost[pr.writer] = true
+	a.rep.add("lost-write", Witness{
+		Message: fmt.Sprintf("%q, acknowledged at %s offset %d by op %d, was never read, though op %d read up to offset %d", a.values.str(pr.value), p.tp, p.offset(pr), a.sent(pr.writer), p.boundReader, p.bound),
+		Ops:     a.ref(a.sent(pr.writer), p.boundReader)})
 }
 
 // failedSend is the first send of a value to p that failed definitely.
@@ -192,39 +222,6 @@ func (a *analysis) mustHaveCommitted(s *model.Sent) bool {
 		return false
 	}
 	return s.Txn == 0 || a.committed[a.pos(s.Txn)]
-}
-
-// lostWrites follows Jepsen: take the highest offset at which some read
-// value first appears; every acknowledged value written at or below it must
-// have been read by someone.
-func (a *analysis) lostWrites(p *partition, lost map[int32]bool) {
-	bound := int64(-1)
-	var boundReader history.ID
-	p.each(func(_ int32, pr *pair) bool {
-		if pr.reader >= 0 {
-			if first := p.offset(&p.pairs[pr.group]); first > bound {
-				bound, boundReader = first, a.read(pr.reader)
-			}
-		}
-		return true
-	})
-	p.each(func(_ int32, pr *pair) bool {
-		if p.offset(pr) > bound {
-			return false
-		}
-		// A definite writer was acknowledged; it must also be visible.
-		if pr.reader >= 0 || pr.valRead || !a.definite(p, pr) {
-			return true
-		}
-		if pr.txn >= 0 && !a.committed[pr.txn] {
-			return true
-		}
-		lost[pr.writer] = true
-		a.rep.add("lost-write", Witness{
-			Message: fmt.Sprintf("%q, acknowledged at %s offset %d by op %d, was never read, though op %d read up to offset %d", a.values.str(pr.value), p.tp, p.offset(pr), a.sent(pr.writer), boundReader, bound),
-			Ops:     a.ref(a.sent(pr.writer), boundReader)})
-		return true
-	})
 }
 
 // unseen: acknowledged writes to a drained partition (one with a final

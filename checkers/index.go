@@ -41,9 +41,13 @@ type partition struct {
 	// an offset a read_uncommitted (all) or read_committed reader sees: an
 	// offset's rank among those, if the count rises past its cell.
 	all, committed []int32
-	multi          bool      // some cell holds two pairs
-	dups           [][]int32 // the pairs of each value held at two or more offsets, values sorted
-	failed         map[int32]history.ID
+	multi          bool // some cell holds two pairs
+	// bound is the highest offset at which a value some read returned
+	// first appears (-1 if none), and boundReader that read.
+	bound       int64
+	boundReader history.ID
+	dups        [][]int32 // the pairs of each value held at two or more offsets, values sorted
+	failed      map[int32]history.ID
 }
 
 // valueHome is where a value's pairs are: the first partition holding it
@@ -201,8 +205,7 @@ func newAnalysis(h history.History, r *model.Resolution, opts Options, rep *repo
 				pr.vis = model.Visible
 			}
 		}
-		a.groupValues(p)
-		a.buildRanks(p)
+		a.orderValues(p)
 	}
 	a.valRead, a.valFinal = make([]bool, len(r.Values)), make([]bool, len(r.Values))
 	for _, p := range a.parts {
@@ -377,48 +380,54 @@ func (a *analysis) sortCells(p *partition) {
 	}
 }
 
-// each calls f with every pair in (offset, value) order; f returns false
-// to stop.
-func (p *partition) each(f func(q int32, pr *pair) bool) {
-	for _, first := range p.head {
-		for q := first; q >= 0; q = p.next[q] {
-			if !f(q, &p.pairs[q]) {
-				return
-			}
-		}
-	}
-}
-
-// groupValues finds, for every pair, the pairs holding its value at other
-// offsets of the partition (duplicates), and what reads returned of it.
-func (a *analysis) groupValues(p *partition) {
+// orderValues walks a partition's version order once: it finds, for every
+// pair, the pairs holding its value at other offsets (duplicates) and what
+// reads returned of it; ranks the offsets each isolation level sees; and
+// finds the lost-write bound (judgePairs).
+func (a *analysis) orderValues(p *partition) {
 	var members map[int32][]int32 // group → its pairs, for values at two or more offsets
 	var groups []int32
-	p.each(func(q int32, pr *pair) bool {
-		g := a.group(p, pr.value)
-		if g < 0 {
-			if h := &a.home[pr.value]; h.part < 0 {
-				h.part, h.group = p.index, q
-			} else {
-				if a.away == nil {
-					a.away = map[[2]int32]int32{}
-				}
-				a.away[[2]int32{p.index, pr.value}] = q
+	p.bound = -1
+	n := len(p.head)
+	p.all, p.committed = make([]int32, n+1), make([]int32, n+1)
+	for cell, first := range p.head {
+		all, committed := int32(0), int32(0)
+		for q := first; q >= 0; q = p.next[q] {
+			pr := &p.pairs[q]
+			all = 1
+			if (pr.writer >= 0 && pr.vis == model.Visible) || pr.readRC >= 0 {
+				committed = 1
 			}
-			pr.group, pr.valRead, pr.valFinal = q, pr.reader >= 0, pr.final
-			return true
+			if g := a.group(p, pr.value); g >= 0 {
+				pr.group = g
+				if members == nil {
+					members = map[int32][]int32{}
+				}
+				if members[g] == nil {
+					members[g] = []int32{g}
+					groups = append(groups, g)
+				}
+				members[g] = append(members[g], q)
+			} else {
+				if h := &a.home[pr.value]; h.part < 0 {
+					h.part, h.group = p.index, q
+				} else {
+					if a.away == nil {
+						a.away = map[[2]int32]int32{}
+					}
+					a.away[[2]int32{p.index, pr.value}] = q
+				}
+				pr.group, pr.valRead, pr.valFinal = q, pr.reader >= 0, pr.final
+			}
+			if pr.reader >= 0 {
+				if first := p.offset(&p.pairs[pr.group]); first > p.bound {
+					p.bound, p.boundReader = first, a.read(pr.reader)
+				}
+			}
 		}
-		pr.group = g
-		if members == nil {
-			members = map[int32][]int32{}
-		}
-		if members[g] == nil {
-			members[g] = []int32{g}
-			groups = append(groups, g)
-		}
-		members[g] = append(members[g], q)
-		return true
-	})
+		p.all[cell+1] = p.all[cell] + all
+		p.committed[cell+1] = p.committed[cell] + committed
+	}
 	if len(groups) == 0 {
 		return
 	}
@@ -473,25 +482,6 @@ func (a *analysis) valueFinal(p *partition, v int32) bool {
 	}
 	g := a.group(p, a.valueOf[v])
 	return g >= 0 && p.pairs[g].valFinal
-}
-
-func (a *analysis) buildRanks(p *partition) {
-	n := len(p.head)
-	p.all, p.committed = make([]int32, n+1), make([]int32, n+1)
-	for cell, first := range p.head {
-		all, committed := int32(0), int32(0)
-		if first >= 0 {
-			all = 1
-			for q := first; q >= 0; q = p.next[q] {
-				if pr := &p.pairs[q]; (pr.writer >= 0 && pr.vis == model.Visible) || pr.readRC >= 0 {
-					committed = 1
-					break
-				}
-			}
-		}
-		p.all[cell+1] = p.all[cell] + all
-		p.committed[cell+1] = p.committed[cell] + committed
-	}
 }
 
 // rank is an offset's position among the offsets a reader with these ranks
