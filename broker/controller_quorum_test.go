@@ -252,16 +252,7 @@ func (q *quorumCluster) call(t *testing.T, addr string, req kmsg.Request) kmsg.R
 func TestBrokersKeepServingWhileTheQuorumElects(t *testing.T) {
 	q := newQuorumCluster(t, 9)
 	tp := metadata.TopicPartition{Topic: "orders", Partition: 0}
-	for i := 0; i < 20; i++ {
-		req := kmsg.NewPtrCreateTopicsRequest()
-		rt := kmsg.NewCreateTopicsRequestTopic()
-		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = tp.Topic, 1, 3
-		req.Topics = append(req.Topics, rt)
-		if r, ok := q.call(t, q.brokers[0], req).(*kmsg.CreateTopicsResponse); ok && r.Topics[0].ErrorCode == 0 {
-			break
-		}
-		require.NoError(t, q.w.RunFor(500*time.Millisecond))
-	}
+	q.createTopic(t, tp.Topic, 1)
 	leaderOf := func() int32 {
 		for i, n := range q.brokers {
 			if b, ok := q.w.Node(n).Process().(*broker.Broker); ok && b.Leads(tp) {
@@ -312,16 +303,7 @@ func TestBrokersKeepServingWhileTheQuorumElects(t *testing.T) {
 func TestTheActiveControllerCrashesWhileItElectsALeader(t *testing.T) {
 	q := newQuorumCluster(t, 13)
 	tp := metadata.TopicPartition{Topic: "orders", Partition: 0}
-	for i := 0; i < 20; i++ {
-		req := kmsg.NewPtrCreateTopicsRequest()
-		rt := kmsg.NewCreateTopicsRequestTopic()
-		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = tp.Topic, 1, 3
-		req.Topics = append(req.Topics, rt)
-		if r, ok := q.call(t, q.brokers[0], req).(*kmsg.CreateTopicsResponse); ok && r.Topics[0].ErrorCode == 0 {
-			break
-		}
-		require.NoError(t, q.w.RunFor(500*time.Millisecond))
-	}
+	q.createTopic(t, tp.Topic, 1)
 	require.NoError(t, q.w.RunFor(2*time.Second))
 	first := q.active()
 	p, ok := first.Partition(tp)
@@ -363,4 +345,20 @@ func TestTheActiveControllerCrashesWhileItElectsALeader(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, leaders, "one broker leads orders/0")
+}
+
+// createTopic creates a topic of replication factor 3 through broker 0,
+// asking again while the broker's controller channel finds the active one.
+func (q *quorumCluster) createTopic(t *testing.T, topic string, partitions int32) {
+	for range 20 {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, partitions, 3
+		req.Topics = append(req.Topics, rt)
+		if r, ok := q.call(t, q.brokers[0], req).(*kmsg.CreateTopicsResponse); ok && r.Topics[0].ErrorCode == 0 {
+			return
+		}
+		require.NoError(t, q.w.RunFor(500*time.Millisecond))
+	}
+	t.Fatalf("topic %s not created in 20 asks", topic)
 }
