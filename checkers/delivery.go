@@ -49,11 +49,8 @@ type effect struct {
 // intend counts message v of send k (whose value has id id), sent in
 // history order, toward its intent: the first send of an input message's
 // value makes it one; the first acknowledged (its transaction, if any,
-// committed) acknowledges it. The walk interning the values calls it.
+// committed) acknowledges it.
 func (a *analysis) intend(k, v, id int32, ack bool) {
-	for int(id) >= len(a.intentOf) {
-		a.intentOf = append(a.intentOf, -1)
-	}
 	if !a.r.Input[v] {
 		return
 	}

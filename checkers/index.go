@@ -162,14 +162,23 @@ func newAnalysis(h history.History, r *model.Resolution, opts Options, rep *repo
 		committed: make([]bool, len(h))}
 	a.survey()
 	a.values = newValues(r.Values, len(r.Values))
-	a.valueOf = make([]int32, len(r.Values))
-	a.intentOf = make([]int32, 0, len(r.Values))
+	a.valueOf = a.values.internBase(func(visit func(int32)) {
+		for k := range r.Sends { // in history order: the order the values lie in memory, as a rule
+			s := &r.Sends[k]
+			for v := s.Value; v < s.Value+s.Count; v++ {
+				visit(v)
+			}
+		}
+	})
+	a.intentOf = make([]int32, len(r.Values))
+	for i := range a.intentOf {
+		a.intentOf[i] = -1
+	}
 	a.intents = make([]intent, 0, len(r.Values))
-	for k := range r.Sends { // in history order: the order the values lie in memory, as a rule
+	for k := range r.Sends {
 		s := &r.Sends[k]
 		ack := s.Outcome == history.OK && (s.Txn == 0 || a.op(s.Txn).Outcome == history.OK)
 		for v := s.Value; v < s.Value+s.Count; v++ {
-			a.valueOf[v] = a.values.idAt(v)
 			a.intend(int32(k), v, a.valueOf[v], ack)
 		}
 	}
@@ -248,7 +257,7 @@ func (a *analysis) survey() {
 			a.rare = append(a.rare, int32(i))
 		}
 	}
-	names := procs.extra
+	names := procs.extra // ids from 0, len(base) being 0
 	// Number the processes by name.
 	sorted := slices.Clone(names)
 	slices.Sort(sorted)

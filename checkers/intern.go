@@ -2,71 +2,105 @@ package checkers
 
 import "math/bits"
 
-// values interns the history's values: each distinct value gets an id, in
-// the order first seen, so the checks group and count values in arrays
-// indexed by id instead of maps keyed by string. Interning every sent
-// value once is the only hashing a history of distinct values costs: a
-// read is matched with what was written by its offset (model.Resolution).
+// values interns the history's values: each distinct value gets an id, so
+// the checks group and count values in arrays indexed by id instead of
+// maps keyed by string. Interning every sent value once is the only
+// hashing a history of distinct values costs: a read is matched with what
+// was written by its offset (model.Resolution).
 //
-// The table is open addressing over ids, each stored with 32 bits of its
-// value's hash so that a probe rarely reads a string, and kept at most two
-// thirds full. An id names its string by index into base (the
-// resolution's Values) when it can, so interning copies no string.
+// A sent value's id is the index, in base (the resolution's Values), of its
+// first occurrence in history order; any other value's is len(base) and
+// up, in the order first seen. The table is open addressing, each slot
+// holding an id and its value's 32-bit hash (so a probe rarely reads a
+// string), at most two thirds full.
 type values struct {
 	base  []string
-	at    []int32 // by id: the index of its string in base, or -1-k for extra[k]
-	extra []string
-	slots []uint64 // tag<<32 | id+1; 0 is empty
+	extra []string // ids len(base) and up
+	slots []uint64 // hash<<32 | id+1; 0 is empty
+	n     int      // ids in the table
 }
 
-// newValues is an empty table for about n values, named in base where
-// they are interned with idAt.
+// newValues is an empty table for about n values.
 func newValues(base []string, n int) *values {
 	size := 64
 	for 2*size < 3*n {
 		size <<= 1
 	}
-	return &values{base: base, at: make([]int32, 0, n), slots: make([]uint64, size)}
+	return &values{base: base, slots: make([]uint64, size)}
 }
 
-// len is the number of ids.
-func (vs *values) len() int { return len(vs.at) }
+// len is one past the highest id.
+func (vs *values) len() int { return len(vs.base) + len(vs.extra) }
 
 // str is the value with an id.
 func (vs *values) str(id int32) string {
-	if i := vs.at[id]; i >= 0 {
-		return vs.base[i]
+	if int(id) < len(vs.base) {
+		return vs.base[id]
 	}
-	return vs.extra[-1-vs.at[id]]
+	return vs.extra[int(id)-len(vs.base)]
 }
 
-// idAt is base[i]'s id, interning it if new.
-func (vs *values) idAt(i int32) int32 { return vs.intern(vs.base[i], i) }
-
-// id is v's id, interning it if new.
-func (vs *values) id(v string) int32 { return vs.intern(v, -1) }
-
-// intern finds v, or gives it the next id, named by base[at] if at is not
-// -1.
-func (vs *values) intern(v string, at int32) int32 {
-	if 3*(len(vs.at)+1) > 2*len(vs.slots) {
+// internBase interns every value of base, which walk visits in history
+// order (each send's values in turn), and returns their ids. It hashes them
+// all first, then fills the table one region at a time, each small enough
+// to stay in cache while it fills: filling it in history order would miss
+// the cache at almost every value.
+func (vs *values) internBase(walk func(visit func(i int32))) []int32 {
+	for 3*(len(vs.base)+1) > 2*len(vs.slots) {
 		vs.grow()
 	}
-	h := hashString(v)
-	mask := uint64(len(vs.slots) - 1)
+	const regionBits = 13 // 8,192 slots, 64 KiB
+	shift := max(bits.Len(uint(len(vs.slots)-1))-regionBits, 0)
+	mask := uint32(len(vs.slots) - 1)
+	hashes := make([]uint32, len(vs.base))
+	start := make([]int32, (len(vs.slots)>>shift)+1)
+	walk(func(i int32) {
+		h := uint32(hashString(vs.base[i]))
+		hashes[i] = h
+		start[(h&mask)>>shift+1]++
+	})
+	for r := 1; r < len(start); r++ {
+		start[r] += start[r-1]
+	}
+	byRegion := make([]int32, len(vs.base)) // in history order within a region
+	walk(func(i int32) {
+		r := (hashes[i] & mask) >> shift
+		byRegion[start[r]] = i
+		start[r]++
+	})
+	ids := make([]int32, len(vs.base))
+	for _, i := range byRegion {
+		ids[i] = vs.intern(hashes[i], i)
+	}
+	return ids
+}
+
+// id is v's id, interning it if new.
+func (vs *values) id(v string) int32 {
+	if 3*(vs.n+1) > 2*len(vs.slots) {
+		vs.grow()
+	}
+	next := int32(vs.len())
+	vs.extra = append(vs.extra, v)
+	if id := vs.intern(uint32(hashString(v)), next); id != next {
+		vs.extra = vs.extra[:len(vs.extra)-1]
+		return id
+	}
+	return next
+}
+
+// intern finds the value with id next (of hash h), or gives it that id.
+// It reads strings only to tell apart values whose hashes are equal.
+func (vs *values) intern(h uint32, next int32) int32 {
+	mask := uint32(len(vs.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
 		e := vs.slots[i]
 		if e == 0 {
-			id := int32(len(vs.at))
-			if at < 0 {
-				at = int32(-1 - len(vs.extra))
-				vs.extra = append(vs.extra, v)
-			}
-			vs.at = append(vs.at, at)
-			vs.slots[i] = h>>32<<32 | uint64(id+1)
-			return id
+			vs.slots[i] = uint64(h)<<32 | uint64(next+1)
+			vs.n++
+			return next
 		}
-		if e>>32 == h>>32 && vs.str(int32(uint32(e)-1)) == v {
+		if uint32(e>>32) == h && vs.str(int32(uint32(e)-1)) == vs.str(next) {
 			return int32(uint32(e) - 1)
 		}
 	}
@@ -74,14 +108,14 @@ func (vs *values) intern(v string, at int32) int32 {
 
 // lookup is v's id, or -1 if v was never interned.
 func (vs *values) lookup(v string) int32 {
-	h := hashString(v)
-	mask := uint64(len(vs.slots) - 1)
+	h := uint32(hashString(v))
+	mask := uint32(len(vs.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
 		e := vs.slots[i]
 		if e == 0 {
 			return -1
 		}
-		if e>>32 == h>>32 && vs.str(int32(uint32(e)-1)) == v {
+		if uint32(e>>32) == h && vs.str(int32(uint32(e)-1)) == v {
 			return int32(uint32(e) - 1)
 		}
 	}
@@ -90,12 +124,12 @@ func (vs *values) lookup(v string) int32 {
 func (vs *values) grow() {
 	old := vs.slots
 	vs.slots = make([]uint64, 2*len(old))
-	mask := uint64(len(vs.slots) - 1)
+	mask := uint32(len(vs.slots) - 1)
 	for _, e := range old {
 		if e == 0 {
 			continue
 		}
-		i := hashString(vs.str(int32(uint32(e)-1))) & mask
+		i := uint32(e>>32) & mask
 		for vs.slots[i] != 0 {
 			i = (i + 1) & mask
 		}

@@ -2,25 +2,46 @@ package checkers
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 )
 
-func TestAValueSentTwiceIsInternedOnce(t *testing.T) {
+func internAll(vs *values) []int32 {
+	return vs.internBase(func(visit func(int32)) {
+		for i := range vs.base {
+			visit(int32(i))
+		}
+	})
+}
+
+func TestAValueSentTwiceIsInternedOnceAsItsFirstOccurrence(t *testing.T) {
 	vs := newValues([]string{"a", "b", "a"}, 3)
-	a, b, again := vs.idAt(0), vs.idAt(1), vs.idAt(2)
-	if a != 0 || b != 1 || again != a || vs.len() != 2 {
-		t.Fatalf("ids a %d, b %d, a again %d; %d values", a, b, again, vs.len())
+	if ids := internAll(vs); !slices.Equal(ids, []int32{0, 1, 0}) {
+		t.Fatalf("ids %v, want [0 1 0]", ids)
 	}
-	if vs.id("b") != b || vs.str(a) != "a" || vs.str(b) != "b" {
-		t.Fatalf("b interned by string: %d; strings %q %q", vs.id("b"), vs.str(a), vs.str(b))
+	if vs.id("b") != 1 || vs.str(0) != "a" || vs.str(1) != "b" || vs.len() != 3 {
+		t.Fatalf("b interned by string: %d; strings %q %q; len %d", vs.id("b"), vs.str(0), vs.str(1), vs.len())
 	}
 }
 
-func TestAValueOnlyReadIsInternedBesideTheSentOnes(t *testing.T) {
+// The first occurrence is the first visited, whatever its index.
+func TestASentValuesIDIsItsFirstOccurrenceInTheWalk(t *testing.T) {
+	vs := newValues([]string{"a", "b", "a"}, 3)
+	ids := vs.internBase(func(visit func(int32)) {
+		for _, i := range []int32{2, 1, 0} {
+			visit(i)
+		}
+	})
+	if !slices.Equal(ids, []int32{2, 1, 2}) {
+		t.Fatalf("ids %v, want [2 1 2]", ids)
+	}
+}
+
+func TestAValueOnlyReadIsInternedAfterTheSentOnes(t *testing.T) {
 	vs := newValues([]string{"a"}, 1)
-	vs.idAt(0)
+	internAll(vs)
 	z := vs.id("z")
-	if z != 1 || vs.str(z) != "z" || vs.id("z") != z || vs.lookup("z") != z {
+	if z != 1 || vs.str(z) != "z" || vs.id("z") != z || vs.lookup("z") != z || vs.lookup("a") != 0 {
 		t.Fatalf("z: id %d, string %q", z, vs.str(z))
 	}
 }
@@ -37,18 +58,29 @@ func TestAValueNeverInternedIsNotFound(t *testing.T) {
 }
 
 func TestInterningPastTheExpectedCountGrowsTheTableAndKeepsEveryID(t *testing.T) {
-	vs := newValues(nil, 1)
-	for i := range 10_000 {
-		if id := vs.id(fmt.Sprint("v", i)); id != int32(i) {
-			t.Fatalf("value %d got id %d", i, id)
+	var base []string
+	for i := range 5_000 {
+		base = append(base, fmt.Sprint("v", i%4_000)) // 1,000 sent twice
+	}
+	vs := newValues(base, 1)
+	ids := internAll(vs)
+	for i, id := range ids {
+		if want := int32(i % 4_000); id != want {
+			t.Fatalf("value %d (%s) got id %d, want %d", i, base[i], id, want)
 		}
 	}
 	for i := range 10_000 {
+		id := vs.id(fmt.Sprint("w", i))
+		if id != int32(5_000+i) || vs.lookup(fmt.Sprint("w", i)) != id {
+			t.Fatalf("extra value %d got id %d", i, id)
+		}
+	}
+	for i := range 4_000 {
 		if id := vs.lookup(fmt.Sprint("v", i)); id != int32(i) {
 			t.Fatalf("value %d found as %d after growing", i, id)
 		}
 	}
-	if vs.lookup("v10000") != -1 || vs.lookup("") != -1 {
+	if vs.lookup("v4000") != -1 || vs.lookup("") != -1 {
 		t.Fatal("a value never interned was found")
 	}
 }
