@@ -179,7 +179,7 @@ func (a *analysis) failedSend(p *partition, value int32) (history.ID, bool) {
 		p.failed = map[int32]history.ID{}
 		for k := range a.r.Sends {
 			s := &a.r.Sends[k]
-			if s.Part != p.index || s.Outcome != history.Fail {
+			if s.Part != p.index || !s.Failed {
 				continue
 			}
 			for v := s.Value; v < s.Value+s.Count; v++ {
@@ -218,7 +218,7 @@ func (a *analysis) readsPastStable() {
 // mustHaveCommitted: the send was acknowledged and is visible to every
 // reader (outside a transaction, or in one that committed).
 func (a *analysis) mustHaveCommitted(s *model.Sent) bool {
-	if s.Outcome != history.OK {
+	if !s.OK {
 		return false
 	}
 	return s.Txn == 0 || a.committed[a.pos(s.Txn)]
@@ -285,7 +285,7 @@ func (a *analysis) tornTransactions() {
 			order = append(order, s.Txn)
 		}
 		for v := s.Value; v < s.Value+s.Count; v++ {
-			if s.Outcome != history.Fail && a.valueFinal(p, v) {
+			if !s.Failed && a.valueFinal(p, v) {
 				t.in++
 				t.inOp = s.Op
 			} else {
@@ -477,7 +477,7 @@ func (a *analysis) sendOrder() {
 	var found findings
 	a.producers.each(func(k int32) {
 		s := &a.r.Sends[k]
-		if s.Outcome != history.OK || s.Offset < 0 {
+		if !s.OK || s.Offset < 0 {
 			return
 		}
 		proc := a.producers.proc[k]

@@ -177,7 +177,7 @@ func newAnalysis(h history.History, r *model.Resolution, opts Options, rep *repo
 	a.intents = make([]intent, 0, len(r.Values))
 	for k := range r.Sends {
 		s := &r.Sends[k]
-		ack := s.Outcome == history.OK && (s.Txn == 0 || a.op(s.Txn).Outcome == history.OK)
+		ack := s.OK && (s.Txn == 0 || a.op(s.Txn).Outcome == history.OK)
 		for v := s.Value; v < s.Value+s.Count; v++ {
 			a.intend(int32(k), v, a.valueOf[v], ack)
 		}

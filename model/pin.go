@@ -142,7 +142,7 @@ func (r *Resolution) pin(b *partitionBuild, p *Partition, indefinite []int32, un
 			continue
 		}
 		ret := history.Never
-		if s.Outcome == history.OK {
+		if s.OK {
 			ret = s.Return // acknowledged, offset unknown: it happened before it returned
 		}
 		s.Append = int32(len(p.Appends))

@@ -43,14 +43,14 @@ type Sent struct {
 	Value        int32 // its messages' values are Values[Value : Value+Count]
 	Count        int32
 	Visibility   Visibility // of what it wrote (VisibilityOf)
+	OK, Failed   bool       // its outcome is ok, or fail (neither: info)
 	Call, Return int64
-	Outcome      history.Outcome
 	Offset       int64 // as recorded: history.NoOffset if unknown
 	Txn          history.ID
 }
 
 // definite: acknowledged with its offset.
-func (s *Sent) definite() bool { return s.Outcome == history.OK && s.Offset >= 0 }
+func (s *Sent) definite() bool { return s.OK && s.Offset >= 0 }
 
 // Polled is one poll of the history, with what the checkers read of it:
 // its non-empty fetches are Reads[Read : Read+Count].
@@ -135,9 +135,11 @@ type partitionBuild struct {
 	count      int
 	cells      Cells
 	at         []int32
-	twice      bool  // some offset is claimed by two definite values
-	indefinite int   // values of indefinite sends
-	rlo, rhi   int64 // the records' offsets
+	twice      bool // some offset is claimed by two definite values
+	indefinite int  // values of indefinite sends
+	// sends acknowledged with their offsets, and the others that did not fail
+	definiteSends, indefiniteSends int
+	rlo, rhi                       int64 // the records' offsets
 	// Its values and records: how many, and where the next goes.
 	values, records       int
 	nextValue, nextRecord int32
@@ -245,7 +247,8 @@ func Resolve(h history.History) *Resolution {
 		s := op.Send
 		b := parts.get(s.TP)
 		sent := Sent{Op: op.ID, Pos: int32(i), Part: b.id, Append: -1, Value: b.nextValue, Count: int32(len(s.Messages)),
-			Call: op.Call, Return: op.Return, Outcome: op.Outcome, Offset: s.Offset, Txn: s.Txn, Visibility: Visible}
+			Call: op.Call, Return: op.Return, OK: op.Outcome == history.OK, Failed: op.Outcome == history.Fail,
+			Offset: s.Offset, Txn: s.Txn, Visibility: Visible}
 		for k := range s.Messages {
 			r.Values[b.nextValue] = s.Messages[k].Value
 			r.Input[b.nextValue] = s.Messages[k].Source == ""
@@ -257,8 +260,10 @@ func Resolve(h history.History) *Resolution {
 			if sent.definite() {
 				b.lo, b.hi = min(b.lo, s.Offset), max(b.hi, s.Offset+int64(len(s.Messages))-1)
 				b.count += len(s.Messages)
+				b.definiteSends++
 			} else {
 				b.indefinite += len(s.Messages)
+				b.indefiniteSends++
 			}
 		}
 		r.Sends = append(r.Sends, sent)
@@ -380,13 +385,10 @@ func (r *Resolution) partition(builds []*partitionBuild) {
 	// in history order, in one walk over each.
 	apps, indefinite := make([][]Append, len(logged)), make([][]int32, len(logged))
 	readsOf := make([][]int32, len(logged))
-	nsends, nreads := make([]int, len(logged)), make([]int, len(logged))
+	nreads := make([]int, len(logged))
 	for k := range r.Sends {
 		s := &r.Sends[k]
 		s.Part = renumber[s.Part]
-		if s.Part >= 0 && s.definite() {
-			nsends[s.Part]++
-		}
 	}
 	for k := range r.Reads {
 		rd := &r.Reads[k]
@@ -397,13 +399,13 @@ func (r *Resolution) partition(builds []*partitionBuild) {
 		r.unwritten[k].part = renumber[r.unwritten[k].part]
 	}
 	for i, b := range logged {
-		apps[i] = make([]Append, 0, nsends[i]+b.indefinite)
+		apps[i] = make([]Append, 0, b.definiteSends+b.indefiniteSends)
 		readsOf[i] = make([]int32, 0, nreads[i])
 	}
 	for k := range r.Sends {
 		s := &r.Sends[k]
 		switch {
-		case s.Part < 0 || s.Outcome == history.Fail:
+		case s.Part < 0 || s.Failed:
 		case s.definite():
 			s.Append = int32(len(apps[s.Part]))
 			apps[s.Part] = append(apps[s.Part], Append{Op: s.Op, Sent: int32(k), Call: s.Call, Return: s.Return, Base: s.Offset,
