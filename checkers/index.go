@@ -74,9 +74,9 @@ type analysis struct {
 	home              []valueHome
 	away              map[[2]int32]int32 // (partition, value) → group, for values in more than one partition
 	// committed: txn ops that committed (ok, or info with a write read at
-	// read_committed), by position.
-	committed []bool
-	txnEnds   []int64 // by rank among the rare operations (txnEnd)
+	// read_committed), by position; undecided: those whose outcome is info.
+	committed, undecided []bool
+	txnEnds              []int64 // by rank among the rare operations (txnEnd)
 	// rare are the positions of the operations that are neither sends nor
 	// a consumer's (polls, assignments, seeks), in history order.
 	rare []int32
@@ -159,7 +159,7 @@ func (a *analysis) pos(id history.ID) int32 {
 
 func newAnalysis(h history.History, r *model.Resolution, opts Options, rep *report) *analysis {
 	a := &analysis{h: h, index: r.Index, opts: opts, rep: rep, r: r, byTP: make(map[history.TopicPartition]*partition, len(r.Partitions)),
-		committed: make([]bool, len(h))}
+		committed: make([]bool, len(h)), undecided: make([]bool, len(h))}
 	a.survey()
 	a.values = newValues(r.Values, len(r.Values))
 	a.valueOf = a.values.internBase(func(visit func(int32)) {
@@ -177,7 +177,7 @@ func newAnalysis(h history.History, r *model.Resolution, opts Options, rep *repo
 	a.intents = make([]intent, 0, len(r.Values))
 	for k := range r.Sends {
 		s := &r.Sends[k]
-		ack := s.OK && (s.Txn == 0 || a.op(s.Txn).Outcome == history.OK)
+		ack := s.OK && (s.Txn == 0 || a.committed[a.pos(s.Txn)]) // committed: ok, until the promotion below
 		for v := s.Value; v < s.Value+s.Count; v++ {
 			a.intend(int32(k), v, a.valueOf[v], ack)
 		}
@@ -199,7 +199,7 @@ func newAnalysis(h history.History, r *model.Resolution, opts Options, rep *repo
 	// committed; its writes are then as visible as any committed write.
 	for _, p := range a.parts {
 		for i := range p.pairs {
-			if pr := &p.pairs[i]; pr.writer >= 0 && pr.readRC >= 0 && pr.txn >= 0 && a.h[pr.txn].Outcome == history.Info {
+			if pr := &p.pairs[i]; pr.writer >= 0 && pr.readRC >= 0 && pr.txn >= 0 && a.undecided[pr.txn] {
 				a.committed[pr.txn] = true
 			}
 		}
@@ -251,8 +251,8 @@ func (a *analysis) survey() {
 			a.consumers.proc = append(a.consumers.proc, procs.id(op.Process))
 		case history.KindNemesis:
 		default:
-			if op.Kind == history.KindTxn && op.Outcome == history.OK {
-				a.committed[i] = true
+			if op.Kind == history.KindTxn {
+				a.committed[i], a.undecided[i] = op.Outcome == history.OK, op.Outcome == history.Info
 			}
 			a.rare = append(a.rare, int32(i))
 		}

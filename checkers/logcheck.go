@@ -83,14 +83,16 @@ type logCheck struct {
 	apps      []model.Append // p.Appends
 	order     []int32        // p.ByOffset
 	lin       []int64        // per append in offset order: its earliest linearization point
-	// before[c] is how many slots lie in cells below c; slot s is in cell
-	// slotCell[s], written by apps[order[slotApp[s]]]; visible[s] is how
+	// before[c] is how many slots lie in cells below c; slot s holds value
+	// slotValue[s] (an index into the resolution's Values) of visibility
+	// slotVis[s], written by apps[order[slotApp[s]]]; visible[s] is how
 	// many slots below s a read_committed reader must see.
-	before   []int32
-	slotCell []int32
-	slotApp  []int32
-	visible  []int32
-	seen     []bool // per slot: some read returned it (computed when a read skipped one)
+	before    []int32
+	slotValue []int32
+	slotVis   []model.Visibility
+	slotApp   []int32
+	visible   []int32
+	seen      []bool // per slot: some read returned it (computed when a read skipped one)
 }
 
 // app is the append that wrote slot s.
@@ -105,10 +107,10 @@ func (c *logCheck) slot(off int64) int32 {
 	return c.before[cell]
 }
 
-// value is the value slot s holds (an index into the resolution's Values).
-func (c *logCheck) value(s int32) int32 {
+// offset is slot s's offset.
+func (c *logCheck) offset(s int32) int64 {
 	a := c.app(s)
-	return a.Value + int32(c.p.Cells.Offset(c.slotCell[s])-a.Base)
+	return a.Base + int64(c.slotValue[s]-a.Value)
 }
 
 // appends checks the appends alone — no two at one offset, each placed
@@ -146,14 +148,15 @@ func (c *logCheck) appends() *LogViolation {
 		}
 	}
 	c.before = make([]int32, p.Cells.Len()+1)
-	c.slotCell, c.slotApp = make([]int32, 0, nslots), make([]int32, 0, nslots)
+	c.slotValue, c.slotVis, c.slotApp = make([]int32, 0, nslots), make([]model.Visibility, 0, nslots), make([]int32, 0, nslots)
 	c.visible = make([]int32, 1, nslots+1)
 	for oi, ai := range order {
 		a := &apps[ai]
 		for k := int64(0); k < int64(a.Count); k++ {
 			cell := p.Cells.Of(a.Base + k)
 			c.before[cell+1] = 1
-			c.slotCell, c.slotApp = append(c.slotCell, cell), append(c.slotApp, int32(oi))
+			c.slotValue, c.slotVis = append(c.slotValue, a.Value+int32(k)), append(c.slotVis, a.Visibility)
+			c.slotApp = append(c.slotApp, int32(oi))
 			n := c.visible[len(c.visible)-1]
 			if a.Visibility == model.Visible {
 				n++
@@ -192,16 +195,18 @@ func (c *logCheck) read(rd *model.Read) *LogViolation {
 		if s < 0 {
 			return c.unwritten(rd, rd.Record+int32(j))
 		}
-		a := c.app(s)
-		if sv := c.value(s); vals[j] != sv {
+		if sv := c.slotValue[s]; vals[j] != sv {
+			a := c.app(s)
 			return &LogViolation{Anomaly: "inconsistent-offsets", Offset: off, Ops: []history.ID{rd.Op, a.Op},
 				Message: fmt.Sprintf("%s: op %d read %q at offset %d, where op %d wrote %q", p.TP, rd.Op, r.RecordValue(rd.Record+int32(j)), off, a.Op, r.Values[sv])}
 		}
-		if rd.Committed && a.Visibility == model.Aborted {
+		vis := c.slotVis[s]
+		if rd.Committed && vis == model.Aborted {
+			a := c.app(s)
 			return &LogViolation{Anomaly: "G1a", Offset: off, Ops: []history.ID{rd.Op, a.Op},
 				Message: fmt.Sprintf("%s: read_committed op %d read %q at offset %d, written by aborted transaction of op %d", p.TP, rd.Op, r.Values[vals[j]], off, a.Op)}
 		}
-		if !rd.Committed || a.Visibility == model.Visible {
+		if !rd.Committed || vis == model.Visible {
 			required++
 		}
 	}
@@ -265,10 +270,10 @@ func (c *logCheck) overlap() *LogViolation {
 func (c *logCheck) unwritten(rd *model.Read, rec int32) *LogViolation {
 	r, p := c.r, c.p
 	v, off := r.RecordValue(rec), r.RecordOffsets[rec]
-	for s := range int32(len(c.slotCell)) {
-		if r.Values[c.value(s)] == v {
+	for s := range int32(len(c.slotValue)) {
+		if r.Values[c.slotValue[s]] == v {
 			w := c.app(s).Op
-			at := p.Cells.Offset(c.slotCell[s])
+			at := c.offset(s)
 			return &LogViolation{Anomaly: "duplicate", Offset: off, Ops: []history.ID{rd.Op, w},
 				Message: fmt.Sprintf("%s: op %d read %q at offset %d, but op %d wrote it at offset %d", p.TP, rd.Op, v, off, w, at)}
 		}
@@ -288,7 +293,7 @@ func (c *logCheck) skipped(rd *model.Read, lo, hi int64, first, last int32) *Log
 	}
 	for s := first; s <= last; s++ {
 		a := c.app(s)
-		off := p.Cells.Offset(c.slotCell[s])
+		off := c.offset(s)
 		if got[off] || (rd.Committed && a.Visibility != model.Visible) {
 			continue
 		}
@@ -297,7 +302,7 @@ func (c *logCheck) skipped(rd *model.Read, lo, hi int64, first, last int32) *Log
 			name, how = "poll-skip", "which other reads returned"
 		}
 		return &LogViolation{Anomaly: name, Offset: off, Ops: []history.ID{rd.Op, a.Op},
-			Message: fmt.Sprintf("%s: op %d read %d..%d but skipped %q at offset %d written by op %d, %s", p.TP, rd.Op, lo, hi, r.Values[c.value(s)], off, a.Op, how)}
+			Message: fmt.Sprintf("%s: op %d read %d..%d but skipped %q at offset %d written by op %d, %s", p.TP, rd.Op, lo, hi, r.Values[c.slotValue[s]], off, a.Op, how)}
 	}
 	panic(fmt.Sprintf("checkers: CheckLog: %s op %d: a read skipped a required entry but none is missing", p.TP, rd.Op))
 }
@@ -305,11 +310,11 @@ func (c *logCheck) skipped(rd *model.Read, lo, hi int64, first, last int32) *Log
 // seenSlot reports whether some read returned slot s.
 func (c *logCheck) seenSlot(s int32) bool {
 	if c.seen == nil {
-		c.seen = make([]bool, len(c.slotCell))
+		c.seen = make([]bool, len(c.slotValue))
 		for _, ri := range c.p.Reads {
 			rd := &c.r.Reads[ri]
 			for rec := rd.Record; rec < rd.Record+rd.Count; rec++ {
-				if t := c.slot(c.r.RecordOffsets[rec]); t >= 0 && c.r.RecordValues[rec] == c.value(t) {
+				if t := c.slot(c.r.RecordOffsets[rec]); t >= 0 && c.r.RecordValues[rec] == c.slotValue[t] {
 					c.seen[t] = true
 				}
 			}
