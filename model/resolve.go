@@ -131,49 +131,41 @@ func (r *Resolution) Log(h history.History, clients map[string]int, i int) Log {
 // order of l.Ops (with no history behind them: no Sends, Pos -1, Txn 0,
 // Definite false, and no last stable offsets).
 func Flatten(l Log) *Resolution {
-	r := &Resolution{}
-	p := Partition{TP: l.TP, Pinned: l.Pinned, Dropped: l.Dropped}
-	lo, hi, count := int64(1<<63-1), int64(-1), 0
-	written := map[int64][]int32{} // offset → the values appends put there, in order
-	for _, op := range l.Ops {
+	var apps, values, reads, records int
+	for i := range l.Ops {
+		if in := &l.Ops[i].Input; in.Read {
+			reads++
+			records += len(l.Ops[i].Output.Records)
+		} else {
+			apps++
+			values += len(in.Values)
+		}
+	}
+	r := &Resolution{Values: make([]string, 0, values), Reads: make([]Read, 0, reads),
+		RecordOffsets: make([]int64, 0, records), RecordValues: make([]int32, 0, records)}
+	p := Partition{TP: l.TP, Pinned: l.Pinned, Dropped: l.Dropped, Appends: make([]Append, 0, apps), Reads: make([]int32, 0, reads)}
+	lo, hi := int64(1<<63-1), int64(-1)
+	readOps := make([]int, 0, reads) // each read's place in l.Ops
+	for i := range l.Ops {
+		op := &l.Ops[i]
 		if op.Input.Read {
+			readOps = append(readOps, i)
+			p.Reads = append(p.Reads, int32(len(r.Reads)))
+			r.Reads = append(r.Reads, Read{Op: op.Op, Pos: -1, Committed: op.Input.Committed, Call: op.Call, Return: op.Return,
+				From: op.Input.From, LastStable: history.NoOffset, Record: int32(len(r.RecordOffsets)), Count: int32(len(op.Output.Records))})
+			for _, e := range op.Output.Records {
+				lo, hi = min(lo, e.Offset), max(hi, e.Offset)
+				r.RecordOffsets = append(r.RecordOffsets, e.Offset)
+			}
 			continue
 		}
 		a := Append{Op: op.Op, Sent: -1, Call: op.Call, Return: op.Return, Base: op.Output.Offset, Value: int32(len(r.Values)),
 			Count: int32(len(op.Input.Values)), Visibility: op.Input.Visibility, After: op.Input.After}
-		for j, v := range op.Input.Values {
-			written[a.Base+int64(j)] = append(written[a.Base+int64(j)], int32(len(r.Values)))
-			r.Values = append(r.Values, v)
-		}
+		r.Values = append(r.Values, op.Input.Values...)
 		lo, hi = min(lo, a.Base), max(hi, a.Base+max(int64(a.Count), 1)-1)
-		count += int(a.Count)
 		p.Appends = append(p.Appends, a)
 	}
-	for _, op := range l.Ops {
-		if !op.Input.Read {
-			continue
-		}
-		p.Reads = append(p.Reads, int32(len(r.Reads)))
-		r.Reads = append(r.Reads, Read{Op: op.Op, Pos: -1, Committed: op.Input.Committed, Call: op.Call, Return: op.Return,
-			From: op.Input.From, LastStable: history.NoOffset, Record: int32(len(r.RecordOffsets)), Count: int32(len(op.Output.Records))})
-		for _, e := range op.Output.Records {
-			v := int32(-1)
-			for _, w := range written[e.Offset] {
-				if r.Values[w] == e.Value {
-					v = w
-					break
-				}
-			}
-			if v < 0 {
-				r.unwritten = append(r.unwritten, unwritten{record: int32(len(r.RecordOffsets)), value: e.Value})
-			}
-			lo, hi = min(lo, e.Offset), max(hi, e.Offset)
-			count++
-			r.RecordOffsets = append(r.RecordOffsets, e.Offset)
-			r.RecordValues = append(r.RecordValues, v)
-		}
-	}
-	p.Cells = newCells(lo, hi, count, func(yield func(int64)) {
+	p.Cells = newCells(lo, hi, values+records, func(yield func(int64)) {
 		for _, a := range p.Appends {
 			for j := int64(0); j < max(int64(a.Count), 1); j++ {
 				yield(a.Base + j)
@@ -183,6 +175,46 @@ func Flatten(l Log) *Resolution {
 			yield(off)
 		}
 	})
+	// Each record holds the first value an append (in l.Ops' order) wrote
+	// at its offset, or another one that did, or none.
+	first := make([]int32, p.Cells.Len())
+	for c := range first {
+		first[c] = -1
+	}
+	var others map[int64][]int32 // offsets written twice: the values after the first
+	for _, a := range p.Appends {
+		for j := int32(0); j < a.Count; j++ {
+			if c := p.Cells.Of(a.Base + int64(j)); first[c] < 0 {
+				first[c] = a.Value + j
+			} else {
+				if others == nil {
+					others = map[int64][]int32{}
+				}
+				others[a.Base+int64(j)] = append(others[a.Base+int64(j)], a.Value+j)
+			}
+		}
+	}
+	for _, k := range p.Reads {
+		rd := &r.Reads[k]
+		recs := l.Ops[readOps[k]].Output.Records
+		for j := range recs {
+			e := &recs[j]
+			v := first[p.Cells.Of(e.Offset)]
+			if v >= 0 && r.Values[v] != e.Value {
+				v = -1
+				for _, w := range others[e.Offset] {
+					if r.Values[w] == e.Value {
+						v = w
+						break
+					}
+				}
+			}
+			if v < 0 {
+				r.unwritten = append(r.unwritten, unwritten{record: rd.Record + int32(j), value: e.Value})
+			}
+			r.RecordValues = append(r.RecordValues, v)
+		}
+	}
 	p.ByOffset = byOffset(p.Appends, p.Cells)
 	r.Partitions = []Partition{p}
 	return r
