@@ -21,6 +21,13 @@
 // generated histories, correct and defective, 1 to 32 concurrent clients.
 // Options.Linearizability selects porcupine instead, or both.
 //
+// Check resolves the history once (model.Resolve) and every check reads
+// that one layout: each record already matched with the value written at
+// its offset, offsets numbered into cells, values interned to ids once.
+// The checks walk it in the order it lies in memory and merge the walks
+// that visit the same data, so a history costs a few walks, not a map
+// lookup per record (BenchmarkCheck measures it).
+//
 // # Anomalies
 //
 // Names follow Jepsen's Kafka checker (jepsen.tests.kafka) and KAFKA.md §6.

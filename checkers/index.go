@@ -10,7 +10,8 @@ import (
 
 // pair is one (offset, value) of a partition's version order: the union of
 // what sends were acknowledged at (or pinned to) and what reads returned.
-// Operations are named by their position in the history.
+// Sends and reads are named by their index in the resolution, transactions
+// by their position in the history.
 type pair struct {
 	cell   int32 // its offset's (model.Cells; partition.offset)
 	value  int32 // value id (analysis.values)
@@ -161,6 +162,43 @@ func newAnalysis(h history.History, r *model.Resolution, opts Options, rep *repo
 	a := &analysis{h: h, index: r.Index, opts: opts, rep: rep, r: r, byTP: make(map[history.TopicPartition]*partition, len(r.Partitions)),
 		committed: make([]bool, len(h)), undecided: make([]bool, len(h))}
 	a.survey()
+	a.intern()
+	a.pairOf = make([]int32, len(r.Values))
+	for i := range a.pairOf {
+		a.pairOf[i] = -1
+	}
+	a.parts = make([]*partition, len(r.Partitions))
+	for i := range r.Partitions {
+		m := &r.Partitions[i]
+		p := &partition{index: int32(i), tp: m.TP, m: m}
+		a.parts[i] = p
+		a.byTP[m.TP] = p
+		a.writePairs(p)
+	}
+	a.readPairs()
+	a.settle()
+	a.home = make([]valueHome, a.values.len())
+	for i := range a.home {
+		a.home[i] = valueHome{-1, -1}
+	}
+	a.valRead, a.valFinal = make([]bool, len(r.Values)), make([]bool, len(r.Values))
+	for _, p := range a.parts {
+		a.orderValues(p)
+		for _, ap := range p.m.Appends {
+			for v := ap.Value; v < ap.Value+ap.Count; v++ {
+				pr := &p.pairs[a.pairOf[v]]
+				a.valRead[v], a.valFinal[v] = pr.valRead, pr.valFinal
+			}
+		}
+	}
+	return a
+}
+
+// intern gives every sent value its id, then counts the intents (in
+// history order, before settle: a transaction acknowledges its messages
+// if it is ok).
+func (a *analysis) intern() {
+	r := a.r
 	a.values = newValues(r.Values, len(r.Values))
 	a.valueOf = a.values.internBase(func(visit func(int32)) {
 		for k := range r.Sends { // in history order: the order the values lie in memory, as a rule
@@ -177,26 +215,17 @@ func newAnalysis(h history.History, r *model.Resolution, opts Options, rep *repo
 	a.intents = make([]intent, 0, len(r.Values))
 	for k := range r.Sends {
 		s := &r.Sends[k]
-		ack := s.OK && (s.Txn == 0 || a.committed[a.pos(s.Txn)]) // committed: ok, until the promotion below
+		ack := s.OK && (s.Txn == 0 || a.committed[a.pos(s.Txn)])
 		for v := s.Value; v < s.Value+s.Count; v++ {
 			a.intend(int32(k), v, a.valueOf[v], ack)
 		}
 	}
-	a.pairOf = make([]int32, len(r.Values))
-	for i := range a.pairOf {
-		a.pairOf[i] = -1
-	}
-	a.parts = make([]*partition, len(r.Partitions))
-	for i := range r.Partitions {
-		m := &r.Partitions[i]
-		p := &partition{index: int32(i), tp: m.TP, m: m}
-		a.parts[i] = p
-		a.byTP[m.TP] = p
-		a.writePairs(p)
-	}
-	a.readPairs()
-	// An indefinite transaction whose write a read_committed read returned
-	// committed; its writes are then as visible as any committed write.
+}
+
+// settle decides the transactions whose outcome is info: one whose write a
+// read_committed read returned committed, and its writes are then as
+// visible as any committed write.
+func (a *analysis) settle() {
 	for _, p := range a.parts {
 		for i := range p.pairs {
 			if pr := &p.pairs[i]; pr.writer >= 0 && pr.readRC >= 0 && pr.txn >= 0 && a.undecided[pr.txn] {
@@ -204,28 +233,13 @@ func newAnalysis(h history.History, r *model.Resolution, opts Options, rep *repo
 			}
 		}
 	}
-	a.home = make([]valueHome, a.values.len())
-	for i := range a.home {
-		a.home[i] = valueHome{-1, -1}
-	}
 	for _, p := range a.parts {
 		for i := range p.pairs {
 			if pr := &p.pairs[i]; pr.vis == model.Undecided && pr.writer >= 0 && pr.txn >= 0 && a.committed[pr.txn] {
 				pr.vis = model.Visible
 			}
 		}
-		a.orderValues(p)
 	}
-	a.valRead, a.valFinal = make([]bool, len(r.Values)), make([]bool, len(r.Values))
-	for _, p := range a.parts {
-		for _, ap := range p.m.Appends {
-			for v := ap.Value; v < ap.Value+ap.Count; v++ {
-				pr := &p.pairs[a.pairOf[v]]
-				a.valRead[v], a.valFinal[v] = pr.valRead, pr.valFinal
-			}
-		}
-	}
-	return a
 }
 
 // survey walks the history once for what the resolution does not hold:
