@@ -230,22 +230,26 @@ func TestMain(m *testing.M) {
 func BenchmarkCatalogue(b *testing.B) {
 	for _, s := range List() {
 		b.Run(s.Name, func(b *testing.B) {
-			var events uint64
-			seed := uint64(0)
-			cpu0 := cpuSeconds()
-			for b.Loop() {
-				seed++
-				r, err := Run(s, RunOptions{Seed: seed})
-				if err != nil {
-					b.Fatal(err)
-				}
-				events += r.Events
-			}
-			cpu := cpuSeconds() - cpu0
-			b.ReportMetric(float64(seed)/cpu, "seeds/cpu-s")
+			seeds, events, cpu := runSeeds(b, s)
+			b.ReportMetric(float64(seeds)/cpu, "seeds/cpu-s")
 			b.ReportMetric(float64(events)/cpu, "events/cpu-s")
 		})
 	}
+}
+
+// runSeeds runs s on seeds 1, 2, ... for as long as the benchmark loops and
+// returns the seeds run, their events and the CPU-seconds they took.
+func runSeeds(b *testing.B, s Scenario) (seeds, events uint64, cpu float64) {
+	cpu0 := cpuSeconds()
+	for b.Loop() {
+		seeds++
+		r, err := Run(s, RunOptions{Seed: seeds})
+		if err != nil {
+			b.Fatal(err)
+		}
+		events += r.Events
+	}
+	return seeds, events, cpuSeconds() - cpu0
 }
 
 // cpuSeconds is the CPU time this process has used so far.
@@ -273,20 +277,9 @@ func BenchmarkGrowth(b *testing.B) {
 		s.Workload.Messages = n
 		s.Workload.DurationMs = base.Workload.DurationMs * n / base.Workload.Messages
 		b.Run(fmt.Sprintf("messages=%d", n), func(b *testing.B) {
-			var events uint64
-			seed := uint64(0)
-			cpu0 := cpuSeconds()
-			for b.Loop() {
-				seed++
-				r, err := Run(s, RunOptions{Seed: seed})
-				if err != nil {
-					b.Fatal(err)
-				}
-				events += r.Events
-			}
-			cpu := cpuSeconds() - cpu0
-			b.ReportMetric(cpu/float64(seed), "cpu-s/run")
-			b.ReportMetric(float64(events)/float64(seed), "events/run")
+			seeds, events, cpu := runSeeds(b, s)
+			b.ReportMetric(cpu/float64(seeds), "cpu-s/run")
+			b.ReportMetric(float64(events)/float64(seeds), "events/run")
 		})
 	}
 }
