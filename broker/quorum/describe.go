@@ -50,6 +50,14 @@ func (v *Voter) describe(req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumRe
 					}
 					pr.CurrentVoters = append(pr.CurrentVoters, rs)
 				}
+				for _, os := range v.node.ObserverStates() {
+					rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
+					rs.ReplicaID, rs.LogEndOffset = os.ID, os.LogEnd
+					if os.LogEnd >= 0 {
+						rs.LastFetchTimestamp, rs.LastCaughtUpTimestamp = millis(os.LastFetch), millis(os.CaughtUp)
+					}
+					pr.Observers = append(pr.Observers, rs)
+				}
 			}
 			tr.Partitions = append(tr.Partitions, pr)
 		}

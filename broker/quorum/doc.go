@@ -2,7 +2,10 @@
 // process: a Voter carries the core's effects out over Kafka's wire
 // protocol (broker/rpc) and the node's disk (env.Disk), and feeds it time,
 // requests and answers. It is what KafkaRaftClient's I/O half is to its
-// state machine, for one controller of a static voter set.
+// state machine, for one controller of a static voter set, or for an
+// observer (Config.Observer: a broker following the metadata log; it
+// serves no quorum request and its log is not synced for it; a leader's
+// DescribeQuorum lists the observers that fetched in its epoch).
 //
 // # Wiring
 //
@@ -128,8 +131,7 @@
 //
 // # Not done yet
 //
-// Snapshots (FetchSnapshot, log start offsets above 0), observers (brokers
-// fetching the metadata log), voter changes (KIP-853: AddRaftVoter,
+// Snapshots (FetchSnapshot, log start offsets above 0), voter changes (KIP-853: AddRaftVoter,
 // UpdateRaftVoter, directory ids are sent as zero),
 // cluster id checks, endpoints in Vote/BeginQuorumEpoch/EndQuorumEpoch,
 // batching several entries per batch, and a peer that negotiates Vote below v2 (a pre-vote

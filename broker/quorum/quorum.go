@@ -13,12 +13,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Config is one voter.
+// Config is one voter, or one observer.
 type Config struct {
 	ID int32
-	// Voters maps every voter's id (this one's included) to the address
-	// its process listens on: 1, 3 or 5 of them.
+	// Voters maps every voter's id (this one's included, unless it is an
+	// observer) to the address its process listens on: 1, 3 or 5 of them
+	// (controller.quorum.voters).
 	Voters map[int32]string
+	// Observer makes this node an observer (raft.Config.Observer), as a
+	// broker is: it only fetches, from its log end, and its log is never
+	// synced on its behalf (KafkaRaftClient.appendAsFollower flushes only
+	// for voters), so a power loss may take the unsynced tail; the node
+	// fetches it again.
+	Observer bool
 	// Raft carries the quorum timeouts (quorum.*.ms); its ID, Voters and
 	// Jitter are filled in by the voter (Jitter from the env's Rand).
 	Raft raft.Config
@@ -43,6 +50,9 @@ type Config struct {
 	// after a restart from offset 0 again (the log is replayed). The
 	// leader-change entries are delivered too (LeaderChange set).
 	OnCommitted func(e raft.Entry)
+	// OnApplied, if set, is called once the entries a step committed have
+	// all gone to OnCommitted: where a reader publishes what they made.
+	OnApplied func()
 	// OnRoleChange, if set, is called after a step that changed the
 	// voter's role, epoch or known leader, and once at the start.
 	OnRoleChange func(role raft.Role, epoch, leader int32)
@@ -87,7 +97,10 @@ type Voter struct {
 // router is the process's, whose Server hands quorum requests to Handle.
 // An unreadable state file or log is an error (the process should halt).
 func Start(e env.Env, router *rpc.Router, cfg Config) (*Voter, error) {
-	if _, ok := cfg.Voters[cfg.ID]; !ok {
+	if _, ok := cfg.Voters[cfg.ID]; ok == cfg.Observer {
+		if cfg.Observer {
+			return nil, fmt.Errorf("quorum: observer %d is among the voters", cfg.ID)
+		}
 		return nil, fmt.Errorf("quorum: node %d is not among the voters", cfg.ID)
 	}
 	if cfg.TickInterval <= 0 {
@@ -108,7 +121,7 @@ func Start(e env.Env, router *rpc.Router, cfg Config) (*Voter, error) {
 	}
 	v.log = l
 	rc := cfg.Raft
-	rc.ID, rc.Voters = cfg.ID, slices.Clone(v.ids)
+	rc.ID, rc.Voters, rc.Observer = cfg.ID, slices.Clone(v.ids), cfg.Observer
 	rnd := e.Rand()
 	rc.Jitter = func(max time.Duration) time.Duration { return time.Duration(rnd.Int63n(int64(max))) }
 	v.timeout = rc.RequestTimeout
@@ -358,7 +371,7 @@ func (v *Voter) client(id int32) *rpc.Client {
 // flush syncs the log and tells the core.
 func (v *Voter) flush() {
 	v.appended = false
-	if v.cfg.NoFsync {
+	if v.cfg.NoFsync || v.cfg.Observer {
 		v.node.Flushed(v.log.LogEndOffset())
 		return
 	}
@@ -410,6 +423,10 @@ func (v *Voter) observe() bool {
 				v.cfg.OnCommitted(en)
 				called = true
 			}
+		}
+		if v.cfg.OnApplied != nil && !v.halted {
+			v.cfg.OnApplied()
+			called = true
 		}
 	}
 	return called

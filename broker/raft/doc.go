@@ -75,8 +75,11 @@
 //     EndQuorumEpoch; its followers then grant pre-votes and stand by their
 //     place among its preferred successors.
 //
-// Not modelled: snapshots and FetchSnapshot, log start offsets, observers,
-// voter changes (KIP-853), DescribeQuorum, cluster ids, batching.
+// Observers (Config.Observer: brokers following the metadata log) fetch
+// and never vote; observer.go says how they find and follow the leader.
+//
+// Not modelled: snapshots and FetchSnapshot, log start offsets,
+// voter changes (KIP-853), cluster ids, batching.
 //
 // NextTick says when Tick next has something to do, so a runtime arms one
 // timer instead of polling; a lone voter that leads has none.

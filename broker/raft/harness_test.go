@@ -53,6 +53,13 @@ func newCluster(voters int, cfg func(id int32) raft.Config) *cluster {
 	return c
 }
 
+// addObserver starts observer id (its Config must say Observer).
+func (c *cluster) addObserver(id int32) {
+	c.ids = append(c.ids, id)
+	c.disks[id] = &disk{state: raft.QuorumState{Epoch: 0, VotedID: raft.NoID, LeaderID: raft.NoID}}
+	c.start(id)
+}
+
 func (c *cluster) start(id int32) {
 	d := c.disks[id]
 	d.log = d.log[:d.durable]
@@ -196,7 +203,7 @@ func (c *cluster) state() string {
 
 func defaultConfig(voters []int32, jitter func(id int32) func(time.Duration) time.Duration) func(id int32) raft.Config {
 	return func(id int32) raft.Config {
-		cfg := raft.Config{ID: id, Voters: voters}
+		cfg := raft.Config{ID: id, Voters: voters, Observer: !slices.Contains(voters, id)}
 		if jitter != nil {
 			cfg.Jitter = jitter(id)
 		}

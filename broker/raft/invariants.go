@@ -35,6 +35,9 @@ func (n *Node) Check() error {
 	if n.hw < n.hwFloor {
 		return fail("hw-monotonic", "high watermark moved back from %d to %d", n.hwFloor, n.hw)
 	}
+	if n.cfg.Observer && (n.role != Unattached && n.role != Follower || n.votedFor != NoID) {
+		return fail("observer", "an observer is %s, voted %d", n.role, n.votedFor)
+	}
 	switch n.role {
 	case Leader:
 		if n.leaderEpoch != n.epoch || n.votedFor != n.cfg.ID || n.leader != n.cfg.ID {
@@ -60,16 +63,23 @@ func (n *Node) Check() error {
 	if st := n.QuorumState(); st != n.stored {
 		return fail("persisted", "quorum state %+v not persisted (last %+v)", st, n.stored)
 	}
-	var prev int32
-	for i, e := range n.log {
-		if e.Offset != int64(i) {
+	// Entries only append or truncate, so the prefix seen in order before
+	// stays in order; the last entry's epoch is the largest.
+	prev := n.lastEpoch(n.epochsChecked)
+	for i := n.epochsChecked; i < end; i++ {
+		e := n.log[i]
+		if e.Offset != i {
 			return fail("log-epochs", "entry at position %d has offset %d", i, e.Offset)
 		}
-		if e.Epoch < prev || e.Epoch > n.epoch {
-			return fail("log-epochs", "entry %d has epoch %d after epoch %d, current epoch %d", i, e.Epoch, prev, n.epoch)
+		if e.Epoch < prev {
+			return fail("log-epochs", "entry %d has epoch %d after epoch %d", i, e.Epoch, prev)
 		}
 		prev = e.Epoch
 	}
+	if last := n.lastEpoch(end); last > n.epoch {
+		return fail("log-epochs", "entry %d has epoch %d above the current epoch %d", end-1, last, n.epoch)
+	}
+	n.epochsChecked = end
 	if n.violation != "" {
 		return fail("in-step", "%s", n.violation)
 	}

@@ -24,7 +24,10 @@ import (
 //     node lives;
 //
 // and, once the faults stop, liveness: a leader is elected and a proposal
-// commits within a bounded number of rounds. A failure names its seed.
+// commits within a bounded number of rounds, and reaches every observer.
+// Odd seeds add two observers (ids 101 and 102), crashed, cut and restarted
+// like the voters; what they hold below their high watermark is checked
+// against the committed entries as a voter's is. A failure names its seed.
 func TestRandomized(t *testing.T) {
 	seeds := 200
 	if testing.Short() {
@@ -81,6 +84,10 @@ func (s *sim) run(steps int) string {
 		return cfg
 	})
 	s.c = c
+	if s.seed%2 == 1 {
+		c.addObserver(101)
+		c.addObserver(102)
+	}
 	for range steps {
 		switch p := s.rng.Intn(100); {
 		case p < 25:
@@ -195,12 +202,23 @@ func (s *sim) liveness() string {
 			}
 			continue
 		}
-		if n.HighWatermark() > off {
+		if n.HighWatermark() > off && s.observersReached(off) {
 			_ = round
 			return ""
 		}
 	}
 	return fmt.Sprintf("liveness: no proposal committed within 20s after the faults stopped (leader %d epoch %d offset %d)", leader, epoch, off)
+}
+
+// observersReached reports whether every observer's high watermark is
+// past off.
+func (s *sim) observersReached(off int64) bool {
+	for _, id := range s.c.ids {
+		if id > 100 && s.c.nodes[id].HighWatermark() <= off {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *sim) observe() string {

@@ -56,7 +56,12 @@ type QuorumState struct {
 // defaults.
 type Config struct {
 	ID     int32
-	Voters []int32 // 1, 3 or 5 ids, including ID
+	Voters []int32 // 1, 3 or 5 ids, including ID unless the node is an observer
+
+	// Observer makes the node an observer, as a KRaft broker is: not among
+	// the voters, it never votes or stands, and follows whichever leader
+	// it finds by fetching from any voter (observer.go).
+	Observer bool
 
 	ElectionTimeout    time.Duration // quorum.election.timeout.ms, 1s
 	FetchTimeout       time.Duration // quorum.fetch.timeout.ms, 2s
@@ -108,11 +113,16 @@ type remote struct {
 	sentAt    env.Time // last BeginQuorumEpoch/EndQuorumEpoch sent
 }
 
-// Node is one voter's Raft core.
+// Node is one voter's (or observer's) Raft core.
 type Node struct {
 	cfg    Config
 	voters []int32 // sorted
 	now    env.Time
+	// Observer: the voter its next fetch for the leader goes to
+	// (maybeSendAnyVoterFetch), and when it may send one after an answer
+	// that named no leader.
+	bootstrap  int
+	retryAfter env.Time
 
 	role     Role
 	epoch    int32
@@ -146,10 +156,16 @@ type Node struct {
 	leaderEpoch int32
 	epochStart  int64
 	remotes     map[int32]*remote
+	// Leader: observers that fetched this epoch (LeaderState's
+	// observerStates); they never count toward the high watermark.
+	observers map[int32]*remote
 
 	effects   []Effect
 	violation string // a rule broken inside a step, reported by Check
 	hwFloor   int64  // the high watermark at the last Check
+	// epochsChecked is the log prefix Check has seen in order (entries
+	// change only by truncation, which cuts it back).
+	epochsChecked int64
 }
 
 // New is a node restarted from its persisted quorum state and its durable
@@ -162,8 +178,19 @@ func New(cfg Config, st QuorumState, log []Entry, now env.Time) *Node {
 	n := &Node{cfg: cfg, voters: slices.Sorted(slices.Values(cfg.Voters)), now: now,
 		epoch: st.Epoch, votedFor: st.VotedID, leader: st.LeaderID, stored: st,
 		log: slices.Clone(log), flushed: int64(len(log))}
-	if !slices.Contains(n.voters, cfg.ID) {
-		panic(fmt.Sprintf("raft: node %d not among voters %v", cfg.ID, n.voters))
+	if slices.Contains(n.voters, cfg.ID) == cfg.Observer {
+		panic(fmt.Sprintf("raft: node %d (observer %v) and voters %v", cfg.ID, cfg.Observer, n.voters))
+	}
+	if cfg.Observer {
+		n.votedFor = NoID
+		n.bootstrap = int(n.jitter(time.Duration(len(n.voters))))
+		if n.isVoter(st.LeaderID) {
+			n.becomeFollower(st.LeaderID, now)
+		} else {
+			n.becomeUnattached(now, 0)
+			n.fetchAny(now)
+		}
+		return n
 	}
 	switch {
 	case st.LeaderID == cfg.ID:
@@ -280,7 +307,7 @@ func (n *Node) persist() {
 func (n *Node) clearRoleState() {
 	n.backingOff, n.granted, n.rejected = false, nil, nil
 	n.fetchInFlight, n.hasFetched = false, false
-	n.remotes = nil
+	n.remotes, n.observers = nil, nil
 	// A held fetch is answered: this node no longer leads the epoch it was
 	// sent in (fetchPurgatory.completeAllExceptionally).
 	for _, id := range n.parkedIDs() {
@@ -544,6 +571,10 @@ func (n *Node) tallyVotes(now env.Time) {
 // resends.
 func (n *Node) Tick(now env.Time) {
 	n.advance(now)
+	if n.cfg.Observer {
+		n.observerTick(now)
+		return
+	}
 	switch n.role {
 	case Unattached:
 		if !now.Before(n.electionDeadline) {
@@ -602,10 +633,13 @@ func (n *Node) Tick(now env.Time) {
 // NextTick is the earliest time Tick may have something to do, so that a
 // runtime need not call it more often: a deadline of the role's timers, or
 // now plus poll where the node keeps no single deadline (a resigned
-// leader's resends). The only voter, leading, has
-// no timer at all: the zero Time says never.
+// leader's resends). The only voter, leading and holding no observer's
+// fetch, has no timer at all: the zero Time says never.
 func (n *Node) NextTick(now env.Time, poll time.Duration) env.Time {
 	soon := now.Add(poll)
+	if n.cfg.Observer {
+		return n.observerNextTick(now)
+	}
 	switch n.role {
 	case Unattached, Prospective:
 		return n.electionDeadline
@@ -615,8 +649,8 @@ func (n *Node) NextTick(now env.Time, poll time.Duration) env.Time {
 		}
 		return n.electionDeadline
 	case Leader:
-		if len(n.voters) == 1 {
-			return 0
+		if len(n.voters) == 1 && len(n.parked) == 0 {
+			return 0 // alone, and holding no observer's fetch
 		}
 		next := env.Time(0)
 		window := n.cfg.FetchTimeout + n.cfg.FetchTimeout/2
@@ -712,8 +746,14 @@ func (n *Node) appendEntry(e Entry) {
 // Receive is message msg from voter from arriving at now.
 func (n *Node) Receive(from int32, msg Message, now env.Time) {
 	n.advance(now)
-	if from == n.cfg.ID || !n.isVoter(from) {
+	if from == n.cfg.ID {
 		return
+	}
+	if _, fetch := msg.(FetchRequest); !n.isVoter(from) && (!fetch || n.cfg.Observer) {
+		return // only an observer's Fetch comes from outside the voters
+	}
+	if _, answer := msg.(FetchResponse); n.cfg.Observer && !answer {
+		return // an observer is asked nothing
 	}
 	switch m := msg.(type) {
 	case VoteRequest:
@@ -883,7 +923,7 @@ func (n *Node) onFetch(from int32, m FetchRequest, now env.Time) {
 		fail(NotLeaderOrFollower)
 		return
 	}
-	r := n.remotes[from]
+	r := n.remote(from)
 	r.lastFetch, r.acked = now, true
 	resp := n.fetchAnswer(from, m)
 	if len(resp.Records) == 0 && resp.DivergingEpoch == nil && m.MaxWait > 0 {
@@ -902,7 +942,7 @@ func (n *Node) onFetch(from int32, m FetchRequest, now env.Time) {
 // records from its offset (the follower's end counted toward the high
 // watermark), and the high watermark.
 func (n *Node) fetchAnswer(from int32, m FetchRequest) FetchResponse {
-	r := n.remotes[from]
+	r := n.remote(from)
 	resp := FetchResponse{LeaderEpoch: n.epoch, LeaderID: n.cfg.ID, FetchOffset: m.FetchOffset, LastFetchedEpoch: m.LastFetchedEpoch}
 	if e := endOffsetForEpoch(n.log, m.LastFetchedEpoch); m.FetchOffset > e.EndOffset || m.LastFetchedEpoch != e.Epoch {
 		resp.DivergingEpoch = &e
@@ -942,15 +982,22 @@ func (n *Node) onFetchResponse(from int32, m FetchResponse, now env.Time) {
 	if n.learn(m.LeaderEpoch, m.LeaderID, now) {
 		return
 	}
+	if n.cfg.Observer && n.role == Unattached {
+		n.fetchInFlight = false // a voter that knows no leader: ask the next
+		n.retryAfter = now.Add(n.cfg.RetryBackoff)
+		return
+	}
 	if n.role != Follower || from != n.leader || m.LeaderEpoch != n.epoch {
 		return
 	}
 	// Only the answer to a fetch from where the follower stands now.
-	if m.FetchOffset != n.flushed || n.flushed != n.LogEnd() || m.LastFetchedEpoch != n.lastEpoch(n.flushed) {
+	at := n.fetchFrom()
+	if m.FetchOffset != at || at != n.LogEnd() || m.LastFetchedEpoch != n.lastEpoch(at) {
 		return
 	}
 	n.fetchInFlight = false
 	if m.ErrorCode != None {
+		n.retryAfter = now.Add(n.cfg.RetryBackoff)
 		return
 	}
 	n.hasFetched = true
@@ -998,18 +1045,36 @@ func (n *Node) truncateToEndOffset(d EpochEndOffset) {
 	}
 	n.log = n.log[:to]
 	n.flushed = min(n.flushed, to)
+	n.epochsChecked = min(n.epochsChecked, to)
 	n.emit(TruncateLog{To: to})
 }
 
 // maybeFetch sends the follower's next Fetch, if none is outstanding and
 // everything appended is flushed: its fetch offset is its flushed end.
 func (n *Node) maybeFetch(now env.Time) {
-	if n.role != Follower || n.fetchInFlight || n.flushed != n.LogEnd() {
+	if n.role != Follower || n.fetchInFlight || n.fetchFrom() != n.LogEnd() {
 		return
 	}
+	n.sendFetch(n.leader, now)
+}
+
+// sendFetch sends a Fetch from where the node stands.
+func (n *Node) sendFetch(to int32, now env.Time) {
+	at := n.fetchFrom()
 	n.fetchInFlight, n.fetchSentAt = true, now
-	n.send(n.leader, FetchRequest{ReplicaID: n.cfg.ID, FetchOffset: n.flushed,
-		LastFetchedEpoch: n.lastEpoch(n.flushed), CurrentLeaderEpoch: n.epoch, MaxWait: n.cfg.FetchMaxWait})
+	n.send(to, FetchRequest{ReplicaID: n.cfg.ID, FetchOffset: at,
+		LastFetchedEpoch: n.lastEpoch(at), CurrentLeaderEpoch: n.epoch, MaxWait: n.cfg.FetchMaxWait})
+}
+
+// fetchFrom is where the next fetch starts: a voter's flushed end (the
+// leader counts what a voter fetches from toward the high watermark, so
+// only what is durable), an observer's log end (it counts toward nothing,
+// and KafkaRaftClient.appendAsFollower flushes only for voters).
+func (n *Node) fetchFrom() int64 {
+	if n.cfg.Observer {
+		return n.LogEnd()
+	}
+	return n.flushed
 }
 
 // fetchGiveUp is how long a follower waits for a fetch's answer before it

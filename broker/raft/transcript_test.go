@@ -70,6 +70,9 @@ func TestTranscripts(t *testing.T) {
 					cfg.FetchMaxEntries = fetchMax
 					return cfg
 				})
+				for i := range intArg(d, "observers", 0) {
+					c.addObserver(int32(101 + i)) // observers are 101, 102, ...
+				}
 				// Start-up effects (the first fetches of restarted
 				// followers, none here) are not printed.
 				return c.state()
