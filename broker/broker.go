@@ -7,6 +7,7 @@ import (
 
 	"github.com/kafkasim/kafkasim/broker/config"
 	"github.com/kafkasim/kafkasim/broker/metadata"
+	"github.com/kafkasim/kafkasim/broker/quorum"
 	"github.com/kafkasim/kafkasim/broker/replica"
 	"github.com/kafkasim/kafkasim/broker/rpc"
 	"github.com/kafkasim/kafkasim/broker/wire"
@@ -19,10 +20,11 @@ import (
 // Options configure one broker.
 type Options struct {
 	ID int32
-	// Controllers are the controllers' addresses
-	// (controller.quorum.bootstrap.servers): the broker's requests go to
-	// the active one (controller_channel.go).
-	Controllers []string
+	// Controllers maps every controller's node id to its address
+	// (controller.quorum.voters): the broker follows their metadata log as
+	// an observer (metadata_log.go) and sends its requests to the active
+	// one (controller_channel.go).
+	Controllers map[int32]string
 	ClusterID   string
 	Cluster     config.Cluster
 	// HighWatermarkCheckpointInterval is
@@ -41,7 +43,21 @@ type Broker struct {
 	incarnation [16]byte
 	brokerEpoch int64 // -1 until registered
 	registering bool
-	caughtUp    bool // has applied metadata since registering
+	// Heartbeats (BrokerLifecycleManager): one in flight at a time; every
+	// 10ms from registration until first unfenced, then every
+	// broker.heartbeat.interval.ms.
+	beating    bool
+	unfencedAt int64 // the broker epoch it was last unfenced in, -1 if none
+	// The metadata log (metadata_log.go): the broker observes the quorum
+	// and applies every committed entry to st; image is what st made at
+	// the last publish.
+	quorum     *quorum.Voter
+	st         *metadata.State
+	applied    int64 // offset of the last entry applied, -1 before the first
+	published  int64 // offset of the last entry in the published image, -1 before the first
+	catchingUp bool  // the log not yet applied up to the leader's high watermark this life
+	installed  bool  // the controller said the registration is caught up: publishing
+	chain      quorum.Chain
 
 	image      *metadata.Image
 	partitions map[metadata.TopicPartition]*partition
@@ -74,7 +90,7 @@ func (b *Broker) ID() int32 { return b.opts.ID }
 // partitions this broker hosts; first the broker registers.
 func (b *Broker) Start(e env.Env) {
 	b.e = e
-	b.brokerEpoch = -1
+	b.brokerEpoch, b.beating, b.unfencedAt = -1, false, -1
 	b.image = &metadata.Image{Topics: map[string]*metadata.Topic{}}
 	b.partitions = map[metadata.TopicPartition]*partition{}
 	b.peers = map[int32]*rpc.Client{}
@@ -89,6 +105,9 @@ func (b *Broker) Start(e env.Env) {
 	b.rt = rpc.NewRouter(e, rpc.NewServer(Versions, b.serve))
 	b.controller = newControllerChannel(b, b.opts.Controllers)
 	e.Log("broker-start", "id", b.opts.ID)
+	if !b.followMetadataLog() {
+		return
+	}
 	b.register()
 	b.heartbeat()
 	b.checkpointTick()
@@ -149,59 +168,56 @@ func (b *Broker) register() {
 			return
 		}
 		b.brokerEpoch = resp.(*kmsg.BrokerRegistrationResponse).BrokerEpoch
-		b.caughtUp = false
 		b.e.Log("registered", "epoch", b.brokerEpoch)
+		b.sendHeartbeat() // at once, as BrokerLifecycleManager does
 	})
 }
 
 func (b *Broker) heartbeat() {
 	defer b.e.AfterFunc(b.cfg.BrokerHeartbeatInterval, b.heartbeat)
-	if b.brokerEpoch < 0 {
+	b.sendHeartbeat()
+}
+
+// sendHeartbeat sends one heartbeat unless one is in flight. Until the
+// controller first unfences this incarnation the next follows 10ms after
+// the answer (BrokerLifecycleManager's STARTING and RECOVERY states), so a
+// broker that has caught up is unfenced without waiting an interval.
+func (b *Broker) sendHeartbeat() {
+	if b.brokerEpoch < 0 || b.beating {
 		return
 	}
 	req := kmsg.NewPtrBrokerHeartbeatRequest()
 	req.BrokerID = b.opts.ID
 	req.BrokerEpoch = b.brokerEpoch
-	req.WantFence = !b.caughtUp
+	// The controller answers IsCaughtUp once CurrentMetadataOffset reaches
+	// the entry that registered this incarnation; the broker asks to be
+	// unfenced only once it has published since (BrokerLifecycleManager's
+	// readyToUnfence).
+	req.CurrentMetadataOffset = b.applied
+	req.WantFence = !b.readyToUnfence()
 	epoch := b.brokerEpoch
+	b.beating = true
 	b.controller.Do(req, b.cfg.BrokerHeartbeatInterval, func(resp kmsg.Response, err error) {
+		b.beating = false
 		if err != nil || epoch != b.brokerEpoch {
 			return
 		}
-		if resp.(*kmsg.BrokerHeartbeatResponse).ErrorCode == kerr.StaleBrokerEpoch.Code {
+		r := resp.(*kmsg.BrokerHeartbeatResponse)
+		switch {
+		case r.ErrorCode == kerr.StaleBrokerEpoch.Code:
 			b.e.Log("stale-broker-epoch", "epoch", b.brokerEpoch)
 			b.brokerEpoch = -1
 			b.register()
+		case r.ErrorCode != 0:
+		case r.IsCaughtUp && !b.installed:
+			b.metadataCaughtUp()
+			b.e.AfterFunc(10*time.Millisecond, b.sendHeartbeat)
+		case !r.IsFenced:
+			b.unfencedAt = epoch
+		case b.unfencedAt != epoch:
+			b.e.AfterFunc(10*time.Millisecond, b.sendHeartbeat)
 		}
 	})
-}
-
-// handleUpdateMetadata applies the controller's image: this is how leadership
-// and ISR reach the broker.
-func (b *Broker) handleUpdateMetadata(req *kmsg.UpdateMetadataRequest) *kmsg.UpdateMetadataResponse {
-	resp := kmsg.NewPtrUpdateMetadataResponse()
-	if req.BrokerEpoch != b.brokerEpoch || req.ControllerEpoch < b.image.ControllerEpoch {
-		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
-		return resp
-	}
-	img := metadata.FromUpdateMetadata(req)
-	b.image = img
-	for _, name := range img.TopicNames() {
-		for _, ps := range img.Topics[name].Partitions {
-			if !ps.IsReplica(b.opts.ID) {
-				continue
-			}
-			if err := b.applyPartition(ps); err != nil {
-				b.e.Halt(err.Error())
-				return resp
-			}
-		}
-	}
-	b.caughtUp = true
-	if b.groups.metadataChanged() {
-		b.txns.metadataChanged()
-	}
-	return resp
 }
 
 // applyPartition makes this replica of ps follow what the controller says.

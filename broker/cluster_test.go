@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -36,14 +37,18 @@ type cluster struct {
 }
 
 func newCluster(t *testing.T, seed uint64, brokers int, cfg config.Cluster) *cluster {
-	w := sim.New(sim.Options{Seed: seed})
+	o := sim.Options{Seed: seed}
+	if os.Getenv("KS_DEBUG") != "" {
+		o.TraceJSON = os.Stderr
+	}
+	w := sim.New(o)
 	c := &cluster{t: t, w: w, cfg: cfg, clients: map[string]*rpc.Client{}}
 	w.AddNode("controller", func() env.Process { return controller.New(cfg) }).Start()
 	for i := range brokers {
 		name := fmt.Sprintf("broker-%d", i)
 		c.brokers = append(c.brokers, name)
 		w.AddNode(name, func() env.Process {
-			return broker.New(broker.Options{ID: int32(i), Controllers: []string{"controller"}, ClusterID: "sim", Cluster: cfg})
+			return broker.New(broker.Options{ID: int32(i), Controllers: map[int32]string{controller.ID: "controller"}, ClusterID: "sim", Cluster: cfg})
 		}).Start()
 	}
 	w.AddNode("client", func() env.Process { return &driver{} }).Start()

@@ -2,6 +2,8 @@ package broker
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/kafkasim/kafkasim/broker/rpc"
@@ -11,26 +13,38 @@ import (
 
 // controllerChannel carries the broker's requests to the active controller
 // (registration, heartbeats, AlterPartition, forwarded CreateTopics,
-// producer-id blocks). It talks to one controller at a time and moves on
-// to the next when that one answers NOT_CONTROLLER or does not answer at
-// all; the caller's retry then goes there. Kafka's
-// NodeToControllerChannelManager learns the active controller from the
-// quorum's metadata; a broker that does not fetch the metadata log yet
-// learns it by asking round the voters.
+// producer-id blocks). Like Kafka's NodeToControllerChannelManager it
+// sends them to the quorum's leader as the broker's observer of the
+// metadata log knows it; while it knows none, or after the one it asked
+// answered NOT_CONTROLLER or did not answer at all, it moves on round the
+// controllers, and the caller's retry goes there.
 type controllerChannel struct {
 	b      *Broker
-	addrs  []string
+	ids    []int32 // sorted
+	addrs  map[int32]string
 	at     int
 	client *rpc.Client
+	to     int32 // the controller client talks to
 }
 
-func newControllerChannel(b *Broker, addrs []string) *controllerChannel {
-	return &controllerChannel{b: b, addrs: addrs}
+func newControllerChannel(b *Broker, addrs map[int32]string) *controllerChannel {
+	return &controllerChannel{b: b, ids: slices.Sorted(maps.Keys(addrs)), addrs: addrs}
 }
 
 func (ch *controllerChannel) current() *rpc.Client {
+	to := ch.ids[ch.at%len(ch.ids)]
+	if q := ch.b.quorum; q != nil {
+		if leader, _ := q.Leader(); ch.addrs[leader] != "" {
+			to = leader
+		}
+	}
+	if ch.client != nil && ch.to != to {
+		ch.client.Close()
+		ch.client = nil
+	}
 	if ch.client == nil {
-		ch.client = rpc.NewClient(ch.b.rt, ch.addrs[ch.at], rpc.ClientOptions{ClientID: fmt.Sprintf("broker-%d", ch.b.opts.ID), Speaks: controllerVersions})
+		ch.to = to
+		ch.client = rpc.NewClient(ch.b.rt, ch.addrs[to], rpc.ClientOptions{ClientID: fmt.Sprintf("broker-%d", ch.b.opts.ID), Speaks: controllerVersions})
 	}
 	return ch.client
 }
@@ -39,11 +53,11 @@ func (ch *controllerChannel) current() *rpc.Client {
 func (ch *controllerChannel) Do(req kmsg.Request, timeout time.Duration, cb func(kmsg.Response, error)) {
 	client := ch.current()
 	client.Do(req, timeout, func(resp kmsg.Response, err error) {
-		if (err != nil || notController(resp)) && len(ch.addrs) > 1 && ch.client == client {
-			ch.b.e.Log("controller-moved-on", "from", ch.addrs[ch.at], "why", why(err))
+		if (err != nil || notController(resp)) && len(ch.ids) > 1 && ch.client == client {
+			ch.b.e.Log("controller-moved-on", "from", ch.addrs[ch.to], "why", why(err))
 			client.Close()
 			ch.client = nil
-			ch.at = (ch.at + 1) % len(ch.addrs)
+			ch.at = slices.Index(ch.ids, ch.to) + 1
 		}
 		cb(resp, err)
 	})

@@ -106,7 +106,7 @@ func newQuorumCluster(t *testing.T, seed uint64) *quorumCluster {
 		name := fmt.Sprintf("broker-%d", i)
 		q.brokers = append(q.brokers, name)
 		w.AddNode(name, func() env.Process {
-			return broker.New(broker.Options{ID: int32(i), Controllers: q.ctls, ClusterID: "sim", Cluster: cfg})
+			return broker.New(broker.Options{ID: int32(i), Controllers: voters, ClusterID: "sim", Cluster: cfg})
 		}).Start()
 	}
 	w.AddNode("client", func() env.Process { return &driver{} }).Start()

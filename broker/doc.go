@@ -36,8 +36,13 @@
 //   - The controllers (controller_channel.go): registration, heartbeats,
 //     ISR proposals, forwarded CreateTopics and DescribeQuorum and
 //     producer-id blocks go to the active controller of the metadata
-//     quorum, found by asking round the controllers; the active one pushes
-//     the committed image back (handleUpdateMetadata).
+//     quorum, the leader the broker's observer knows (or, knowing none,
+//     round the controllers).
+//   - The metadata log (metadata_log.go): the broker is an observer of the
+//     quorum, fetches the log and applies every committed entry to its own
+//     metadata; once caught up and acknowledged by the controller it
+//     publishes each new image to its partitions and coordinators. No
+//     metadata reaches it any other way (it serves no UpdateMetadata).
 //   - handlers.go dispatches each request to its subsystem and asserts
 //     every invariant after it (checkInvariants).
 //

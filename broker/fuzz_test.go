@@ -70,10 +70,11 @@ const (
 // controller.PartitionsPerRequestMax partitions.
 //
 // Not checked: what a well-formed but hostile request does to the cluster's
-// state. The broker trusts UpdateMetadata from anyone (Kafka guards it with
-// the CLUSTER_ACTION ACL, and KRaft brokers do not serve it at all), so a
-// client can wipe a broker's metadata view; that is a matter of
-// authentication, not of decoding.
+// state. A broker learns metadata only from the controllers' log (it serves
+// no UpdateMetadata, as KRaft brokers do not; the updatemetadata seed checks
+// it is refused), but WriteTxnMarkers is served to any connection (Kafka
+// guards it with the CLUSTER_ACTION ACL): a matter of authentication, not
+// of decoding.
 //
 // The seed corpus in testdata/fuzz/FuzzBrokerRequest holds a valid request
 // of every API the broker serves (write it again with
@@ -233,7 +234,7 @@ func newFuzzWorld(t testing.TB) *fuzzWorld {
 	w := sim.New(sim.Options{Seed: 1})
 	w.AddNode("controller", func() env.Process { return controller.New(cfg) }).Start()
 	w.AddNode("broker-0", func() env.Process {
-		return broker.New(broker.Options{ID: 0, Controllers: []string{"controller"}, ClusterID: "fuzz", Cluster: cfg})
+		return broker.New(broker.Options{ID: 0, Controllers: map[int32]string{controller.ID: "controller"}, ClusterID: "fuzz", Cluster: cfg})
 	}).Start()
 	fw := &fuzzWorld{w: w, client: &fuzzClient{}}
 	w.AddNode("client", func() env.Process { return fw.client }).Start()
@@ -506,7 +507,7 @@ func fuzzSeeds() map[string]fuzzSeed {
 		add(fmt.Sprintf("apiversions-v%d", v), 0, req)
 	}
 	um := kmsg.NewPtrUpdateMetadataRequest()
-	um.Version, um.ControllerID, um.ControllerEpoch, um.BrokerEpoch = metadata.UpdateMetadataVersion, controller.ID, 1, 1
+	um.Version, um.ControllerID, um.ControllerEpoch, um.BrokerEpoch = 7, controller.ID, 1, 1
 	add("updatemetadata", 0, um)
 	join := kmsg.NewPtrJoinGroupRequest()
 	join.Group, join.ProtocolType, join.SessionTimeoutMillis = "g", "consumer", 10_000

@@ -23,8 +23,6 @@ func (b *Broker) serve(r *rpc.Request) {
 		r.Respond(b.handleListOffsets(req))
 	case *kmsg.MetadataRequest:
 		r.Respond(b.handleMetadata(req))
-	case *kmsg.UpdateMetadataRequest:
-		r.Respond(b.handleUpdateMetadata(req))
 	case *kmsg.OffsetForLeaderEpochRequest:
 		r.Respond(b.handleOffsetForLeaderEpoch(req))
 	case *kmsg.CreateTopicsRequest:

@@ -3,15 +3,15 @@ package broker
 import "github.com/kafkasim/kafkasim/broker/wire"
 
 // Versions are the APIs and versions a broker serves: what clients
-// (including real Kafka clients) may call, plus UpdateMetadata from the
-// controller. Topic-id-only versions (Produce and Fetch v13+) are left out:
+// (including real Kafka clients) may call, and what other brokers do.
+// There is no UpdateMetadata: brokers follow the metadata log
+// (metadata_log.go), as KRaft brokers do. Topic-id-only versions (Produce and Fetch v13+) are left out:
 // this broker addresses topics by name.
 var Versions = wire.NewVersions(
 	wire.Range{Key: 0, Min: 3, Max: 12}, // Produce
 	wire.Range{Key: 1, Min: 4, Max: 12}, // Fetch
 	wire.Range{Key: 2, Min: 1, Max: 8},  // ListOffsets
 	wire.Range{Key: 3, Min: 1, Max: 12}, // Metadata
-	wire.Range{Key: 6, Min: 7, Max: 7},  // UpdateMetadata (controller)
 	wire.Range{Key: 8, Min: 2, Max: 9},  // OffsetCommit
 	wire.Range{Key: 9, Min: 1, Max: 9},  // OffsetFetch
 	wire.Range{Key: 10, Min: 0, Max: 4}, // FindCoordinator

@@ -15,32 +15,38 @@ import (
 // checks these at every replica sample and at the final read. A break is
 // the cluster's invariant: the run fails with it.
 
-// checkControllersAgree: every running controller has applied a prefix of
-// the one committed metadata log (their applied digests agree wherever
-// both reach). Not with metadata.log.fsync off, whose point is that a
-// power loss can take committed entries.
+// checkControllersAgree: every running controller, and every broker
+// following the metadata log, has applied a prefix of the one committed
+// metadata log (their applied digests agree wherever both reach). Not with
+// metadata.log.fsync off, whose point is that a power loss can take
+// committed entries.
 func (c *cluster) checkControllersAgree() {
 	if !c.cfg.MetadataLogFsync {
 		return
 	}
 	var longest []uint64
 	longestName := ""
-	for _, name := range c.controllers {
-		ctl, ok := c.w.Node(name).Process().(*controller.Controller)
-		if !ok {
-			continue
-		}
-		chain := ctl.Applied()
+	agree := func(name string, chain []uint64) {
 		n := min(len(chain), len(longest))
 		if n > 0 && chain[n-1] != longest[n-1] {
 			i := 0
 			for i < n && chain[i] == longest[i] {
 				i++
 			}
-			invariant.Fail("cluster", "controllers %s and %s applied different metadata entries at offset %d", longestName, name, i)
+			invariant.Fail("cluster", "%s and %s applied different metadata entries at offset %d", longestName, name, i)
 		}
 		if len(chain) > len(longest) {
 			longest, longestName = chain, name
+		}
+	}
+	for _, name := range c.controllers {
+		if ctl, ok := c.w.Node(name).Process().(*controller.Controller); ok {
+			agree(name, ctl.Applied())
+		}
+	}
+	for _, name := range c.brokers {
+		if b, ok := c.w.Node(name).Process().(*broker.Broker); ok {
+			agree(name, b.MetadataApplied())
 		}
 	}
 }

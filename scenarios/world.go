@@ -79,13 +79,13 @@ func buildCluster(s Scenario, o sim.Options, defects defect.Set) *cluster {
 	c.cfg.Defects = defects
 	cfg := c.cfg
 	c.controllers = controllerNames(s.Cluster.Controllers)
+	voters := map[int32]string{}
+	for i, name := range c.controllers {
+		voters[controller.ID+int32(i)] = name
+	}
 	if len(c.controllers) == 1 {
 		c.w.AddNode(controllerNode, func() env.Process { return controller.New(cfg) }).Start()
 	} else {
-		voters := map[int32]string{}
-		for i, name := range c.controllers {
-			voters[controller.ID+int32(i)] = name
-		}
 		for i, name := range c.controllers {
 			o := controller.Options{NodeID: controller.ID + int32(i), Voters: voters}
 			c.w.AddNode(name, func() env.Process { return controller.NewVoter(cfg, o) }).Start()
@@ -96,7 +96,7 @@ func buildCluster(s Scenario, o sim.Options, defects defect.Set) *cluster {
 		c.brokers = append(c.brokers, name)
 		id := int32(i)
 		c.w.AddNode(name, func() env.Process {
-			return broker.New(broker.Options{ID: id, Controllers: c.controllers, ClusterID: "kafkasim", Cluster: cfg})
+			return broker.New(broker.Options{ID: id, Controllers: voters, ClusterID: "kafkasim", Cluster: cfg})
 		}).Start()
 	}
 	return c

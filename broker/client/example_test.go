@@ -64,7 +64,7 @@ func Example() {
 	cfg := config.Default()
 	w.AddNode("controller", func() env.Process { return controller.New(cfg) }).Start()
 	w.AddNode("broker-0", func() env.Process {
-		return broker.New(broker.Options{ID: 0, Controllers: []string{"controller"}, ClusterID: "example", Cluster: cfg})
+		return broker.New(broker.Options{ID: 0, Controllers: map[int32]string{controller.ID: "controller"}, ClusterID: "example", Cluster: cfg})
 	}).Start()
 	w.AddNode("shop", func() env.Process { return &shop{} })
 	w.After(2*time.Second, func() { w.Node("shop").Start() }) // once the broker has registered

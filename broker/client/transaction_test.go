@@ -351,9 +351,10 @@ func (w *world) committedOffsets(group string, tps []client.TopicPartition) map[
 // read_committed, holds every input exactly once; read_uncommitted shows
 // the aborted attempts.
 func TestConsumeTransformProduceWithCrashingProcessorGivesEveryInputExactlyOnce(t *testing.T) {
-	// Seed 9: its crashes land inside transactions that wrote outputs
-	// (on most seeds some do; the last assertion wants one that did).
-	w := newWorld(t, 9, config.Default())
+	// Seed 3: one of its crashes lands inside a transaction that wrote
+	// outputs (on seeds 1-12, 2 do since brokers follow the metadata log,
+	// 5 before; the last assertion wants one that did).
+	w := newWorld(t, 3, config.Default())
 	w.createTopic("input", 2, 3)
 	w.createTopic("output", 2, 3)
 	inputs := []client.TopicPartition{{Topic: "input", Partition: 0}, {Topic: "input", Partition: 1}}

@@ -53,7 +53,7 @@ func newWorld(t testing.TB, seed uint64, cfg config.Cluster, clients ...string) 
 		name := fmt.Sprintf("broker-%d", i)
 		w.brokers = append(w.brokers, name)
 		w.w.AddNode(name, func() env.Process {
-			return broker.New(broker.Options{ID: int32(i), Controllers: []string{"controller"}, ClusterID: "sim", Cluster: cfg})
+			return broker.New(broker.Options{ID: int32(i), Controllers: map[int32]string{controller.ID: "controller"}, ClusterID: "sim", Cluster: cfg})
 		}).Start()
 	}
 	w.w.AddNode("admin", func() env.Process { return &app{} }).Start()

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/kafkasim/kafkasim/broker/config"
@@ -28,11 +27,6 @@ var Versions = wire.NewVersions(append(slices.Clone(quorum.Ranges),
 	wire.Range{Key: 67, Min: 0, Max: 0}, // AllocateProducerIds
 )...)
 
-// pushVersions are the APIs the controller calls on brokers.
-var pushVersions = wire.NewVersions(
-	wire.Range{Key: 6, Min: metadata.UpdateMetadataVersion, Max: metadata.UpdateMetadataVersion},
-)
-
 // ProducerIDBlock is how many producer ids a broker gets at a time.
 const ProducerIDBlock = 1000
 
@@ -53,9 +47,11 @@ type Controller struct {
 	opts  Options
 	e     env.Env
 	voter *quorum.Voter
-	st    *state
+	st    *metadata.State
 	rt    *rpc.Router
-	push  map[int32]*pusher
+	// sessions are when the active controller last heard from each broker
+	// (Kafka's BrokerHeartbeatManager keeps them in memory, not the log).
+	sessions map[int32]env.Time
 
 	// The quorum as last heard (roleChanged), and whether this controller
 	// is the active one: it leads, and every entry before its epoch's
@@ -70,10 +66,8 @@ type Controller struct {
 	awaiting *awaitingCommit
 	deciding bool // next is running
 
-	// chain is a running digest of the entries applied, one per entry:
-	// chain[i] covers entries 0..i, so two controllers applied the same
-	// prefix exactly when their chains agree where both reach (Applied).
-	chain []uint64
+	// chain digests the entries applied (Applied).
+	chain quorum.Chain
 }
 
 // New returns a controller alone in its quorum, with node id ID.
@@ -92,11 +86,11 @@ func NewVoter(cfg config.Cluster, o Options) *Controller {
 // controller serves once it is the active one.
 func (c *Controller) Start(e env.Env) {
 	c.e = e
-	c.st = newState()
-	c.push = map[int32]*pusher{}
+	c.st = metadata.NewState()
+	c.sessions = map[int32]env.Time{}
 	c.role, c.leaderEpoch, c.active = raft.Unattached, -1, false
 	c.queue, c.awaiting, c.deciding = nil, nil, false
-	c.chain = nil
+	c.chain = quorum.Chain{}
 	c.rt = rpc.NewRouter(e, rpc.NewServer(Versions, c.serve))
 	voters := c.opts.Voters
 	if voters == nil {
@@ -115,7 +109,7 @@ func (c *Controller) Start(e env.Env) {
 		return
 	}
 	c.voter = v
-	e.Log("controller-start", "id", c.opts.NodeID, "voters", len(voters), "brokers", len(c.st.brokers), "topics", len(c.st.topics))
+	e.Log("controller-start", "id", c.opts.NodeID, "voters", len(voters), "brokers", len(c.st.Brokers), "topics", len(c.st.Topics))
 	c.next()
 	c.e.AfterFunc(c.cfg.BrokerHeartbeatInterval/2, c.tick)
 }
@@ -127,30 +121,29 @@ func (c *Controller) Received(id env.ConnID, frame []byte) { c.rt.Received(id, f
 func (c *Controller) Closed(id env.ConnID)                 { c.rt.Closed(id) }
 
 // committed applies one committed entry of the log, on every controller;
-// on the active one it then lets the decision that proposed it finish and
-// tells the brokers.
+// on the active one it then lets the decision that proposed it finish (the
+// brokers learn it from the log).
 func (c *Controller) committed(en raft.Entry) {
-	c.extendChain(en)
+	c.chain.Extend(en)
 	if en.LeaderChange {
 		if c.role == raft.Leader && en.Epoch == c.leaderEpoch && !c.active {
 			c.activate()
 		}
 		return
 	}
-	rs, err := decodeRecords(en.Data)
+	rs, err := metadata.DecodeRecords(en.Data)
 	if err != nil {
 		c.e.Halt(fmt.Sprintf("controller: entry %d: %v", en.Offset, err))
 		return
 	}
 	for _, r := range rs {
-		c.st.apply(r)
+		c.st.Apply(r)
 	}
 	if w := c.awaiting; w != nil && w.offset == en.Offset {
 		c.awaiting = nil
 		w.then()
 	}
 	if c.active {
-		c.pushAll()
 		c.next()
 	}
 }
@@ -163,40 +156,30 @@ func (c *Controller) roleChanged(role raft.Role, epoch, leader int32) {
 	if role == raft.Leader {
 		c.leaderEpoch = epoch
 	}
-	if c.active && (role != raft.Leader || epoch != c.st.epoch) {
+	if c.active && (role != raft.Leader || epoch != c.st.Epoch) {
 		c.deactivate()
 	}
 }
 
 // activate makes this controller the active one, in its quorum epoch:
 // every broker gets a fresh session (sessions are the active controller's
-// memory) and the current image.
+// memory; ClusterControlManager.activate).
 func (c *Controller) activate() {
 	c.active = true
-	c.st.epoch = c.leaderEpoch
+	c.st.Epoch = c.leaderEpoch
 	now := c.e.Now()
-	for _, b := range c.st.brokers {
-		b.lastHeartbeat = now
+	clear(c.sessions)
+	for id := range c.st.Brokers {
+		c.sessions[id] = now
 	}
-	c.e.Log("controller-active", "epoch", c.st.epoch, "brokers", len(c.st.brokers), "topics", len(c.st.topics))
-	c.pushAll()
+	c.e.Log("controller-active", "epoch", c.st.Epoch, "brokers", len(c.st.Brokers), "topics", len(c.st.Topics))
 	c.next()
 }
 
 func (c *Controller) deactivate() {
 	c.active = false
-	c.e.Log("controller-inactive", "epoch", c.st.epoch, "role", c.role.String())
+	c.e.Log("controller-inactive", "epoch", c.st.Epoch, "role", c.role.String())
 	c.refuseAll()
-	// In id order: each close sends a FIN, and the order of sends is
-	// observable (map order would make two runs differ).
-	for _, id := range slices.Sorted(maps.Keys(c.push)) {
-		p := c.push[id]
-		if p.retry != 0 {
-			c.e.Cancel(p.retry)
-		}
-		p.client.Close()
-		delete(c.push, id)
-	}
 }
 
 // tick fences brokers whose session has expired, one decision each.
@@ -206,47 +189,25 @@ func (c *Controller) tick() {
 		return
 	}
 	now := c.e.Now()
-	for _, id := range c.st.brokerIDs() {
-		b := c.st.brokers[id]
-		if !b.fenced && now.Sub(b.lastHeartbeat) > c.cfg.BrokerSessionTimeout {
-			c.enqueue(decision{refuse: func() {}, decide: func() ([]record, func()) {
-				b := c.st.brokers[id]
-				if b == nil || b.fenced || c.e.Now().Sub(b.lastHeartbeat) <= c.cfg.BrokerSessionTimeout {
+	for _, id := range c.st.BrokerIDs() {
+		b := c.st.Brokers[id]
+		if !b.Fenced && now.Sub(c.sessions[id]) > c.cfg.BrokerSessionTimeout {
+			c.enqueue(decision{refuse: func() {}, decide: func() ([]metadata.Record, func()) {
+				b := c.st.Brokers[id]
+				if b == nil || b.Fenced || c.e.Now().Sub(c.sessions[id]) <= c.cfg.BrokerSessionTimeout {
 					return nil, func() {} // decided otherwise meanwhile
 				}
-				c.e.Log("broker-session-expired", "broker", id, "silent", c.e.Now().Sub(b.lastHeartbeat))
+				c.e.Log("broker-session-expired", "broker", id, "silent", c.e.Now().Sub(c.sessions[id]))
 				return c.fencing(id, true, "fence"), func() {}
 			}})
 		}
 	}
 }
 
-// extendChain folds one applied entry into the digest chain (FNV-1a over
-// the previous digest, the entry's offset, epoch, kind and data).
-func (c *Controller) extendChain(en raft.Entry) {
-	h := uint64(14695981039346656037)
-	if n := len(c.chain); n > 0 {
-		h = c.chain[n-1]
-	}
-	mix := func(b byte) { h = (h ^ uint64(b)) * 1099511628211 }
-	for _, v := range []uint64{uint64(en.Offset), uint64(en.Epoch)} {
-		for i := range 8 {
-			mix(byte(v >> (8 * i)))
-		}
-	}
-	if en.LeaderChange {
-		mix(1)
-	}
-	for _, b := range en.Data {
-		mix(b)
-	}
-	c.chain = append(c.chain, h)
-}
-
 // Applied is the digest chain of the entries this controller has applied,
 // in offset order (for the harness's agreement check: every controller's
 // applied metadata is a prefix of the one committed log). Read only.
-func (c *Controller) Applied() []uint64 { return c.chain }
+func (c *Controller) Applied() []uint64 { return c.chain.Digests() }
 
 // Image returns the controller's current view (for tests and the harness),
 // or nil before the process has started.
@@ -254,7 +215,7 @@ func (c *Controller) Image() *metadata.Image {
 	if c.st == nil {
 		return nil
 	}
-	return c.st.image()
+	return c.st.Image()
 }
 
 // Loaded reports whether the controller has its state, so Image is not nil.
@@ -271,7 +232,7 @@ func (c *Controller) Partition(tp metadata.TopicPartition) (metadata.Partition, 
 	if c.st == nil {
 		return metadata.Partition{}, false
 	}
-	t := c.st.topics[tp.Topic]
+	t := c.st.Topics[tp.Topic]
 	if t == nil || tp.Partition < 0 || int(tp.Partition) >= len(t.Partitions) {
 		return metadata.Partition{}, false
 	}
@@ -279,7 +240,7 @@ func (c *Controller) Partition(tp metadata.TopicPartition) (metadata.Partition, 
 }
 
 // Registered reports whether broker id has registered.
-func (c *Controller) Registered(id int32) bool { return c.st != nil && c.st.brokers[id] != nil }
+func (c *Controller) Registered(id int32) bool { return c.st != nil && c.st.Brokers[id] != nil }
 
 // Fenced reports whether broker id is fenced.
-func (c *Controller) Fenced(id int32) bool { b := c.st.brokers[id]; return b == nil || b.fenced }
+func (c *Controller) Fenced(id int32) bool { b := c.st.Brokers[id]; return b == nil || b.Fenced }

@@ -22,7 +22,7 @@ import (
 // refuse answers instead when this controller is not, or stops being, the
 // active one before that.
 type decision struct {
-	decide func() ([]record, func())
+	decide func() ([]metadata.Record, func())
 	refuse func()
 }
 
@@ -60,7 +60,7 @@ func (c *Controller) next() {
 			then()
 			continue
 		}
-		offset, err := c.voter.Propose(encodeRecords(rs))
+		offset, err := c.voter.Propose(metadata.EncodeRecords(rs))
 		if err != nil {
 			c.e.Log("controller-propose-failed", "error", err.Error())
 			d.refuse()
@@ -94,15 +94,15 @@ func (c *Controller) refuseAll() {
 // fencing returns the records that fence (or unfence) broker id: its new
 // state and every partition change that follows, computed as if it were
 // already applied.
-func (c *Controller) fencing(id int32, fenced bool, why string) []record {
-	rule, live := unfence, func(b int32) bool { return b == id || c.st.live(b) }
+func (c *Controller) fencing(id int32, fenced bool, why string) []metadata.Record {
+	rule, live := unfence, func(b int32) bool { return b == id || c.st.Live(b) }
 	if fenced {
-		rule, live = fence, func(b int32) bool { return b != id && c.st.live(b) }
+		rule, live = fence, func(b int32) bool { return b != id && c.st.Live(b) }
 	}
-	rs := []record{{Fence: &fenceRecord{ID: id, Fenced: fenced}}}
-	for _, p := range c.st.partitions() {
+	rs := []metadata.Record{{Fence: &metadata.FenceRecord{ID: id, Fenced: fenced}}}
+	for _, p := range c.st.Partitions() {
 		if q, changed := rule(p, id, live, c.election()); changed {
-			rs = append(rs, record{Partition: &q})
+			rs = append(rs, metadata.Record{Partition: &q})
 			c.logElection(why, id, p, q)
 		}
 	}
@@ -113,8 +113,8 @@ func (c *Controller) fencing(id int32, fenced bool, why string) []record {
 // broker id — after a failover, brokers are live without having been
 // unfenced, and offline partitions wait for them.
 func (c *Controller) offlineFor(id int32) bool {
-	live := func(b int32) bool { return b == id || c.st.live(b) }
-	for _, p := range c.st.partitions() {
+	live := func(b int32) bool { return b == id || c.st.Live(b) }
+	for _, p := range c.st.Partitions() {
 		if _, ok := unfence(p, id, live, c.election()); ok {
 			return true
 		}

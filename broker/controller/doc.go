@@ -19,7 +19,7 @@
 //
 // Only the active controller decides, one decision at a time against the
 // committed state (decide.go); a decision exists once its entry commits:
-// only then is its requester answered and the brokers told. If the
+// only then is its requester answered (and brokers read it). If the
 // controller stops leading first, the decision is refused (NOT_CONTROLLER)
 // — its entry may still commit under the next leader, which every
 // controller then applies. Sessions (when a broker last heartbeated) are
@@ -39,9 +39,10 @@
 //
 // # Telling brokers
 //
-// The active controller pushes the committed image to every registered
-// broker as an UpdateMetadata request, stamped with its epoch; a broker
-// ignores an image from an older one. (Brokers fetching the metadata log
-// themselves, as KRaft brokers do, is still to come.) While no controller
-// is active, nothing is decided and nothing elected.
+// Nothing is sent to brokers: they are observers of the quorum and learn
+// every decision from the committed log (broker/metadata_log.go), as
+// KRaft brokers do. A heartbeat carries the broker's applied offset
+// (CurrentMetadataOffset); a broker is caught up once it reached the entry
+// that registered it, and only then may it be unfenced. While no
+// controller is active, nothing is decided and nothing elected.
 package controller

@@ -23,8 +23,8 @@ func (c *Controller) serve(r *rpc.Request) {
 	case *kmsg.BrokerRegistrationRequest:
 		d = c.registration(r, req)
 	case *kmsg.BrokerHeartbeatRequest:
-		if b := c.st.brokers[req.BrokerID]; c.active && b != nil && b.Epoch == req.BrokerEpoch {
-			b.lastHeartbeat = c.e.Now() // the session lives in memory: now, not once decided
+		if b := c.st.Brokers[req.BrokerID]; c.active && b != nil && b.Epoch == req.BrokerEpoch {
+			c.sessions[req.BrokerID] = c.e.Now() // the session lives in memory: now, not once decided
 		}
 		d = c.heartbeat(r, req)
 	case *kmsg.AlterPartitionRequest:
@@ -61,7 +61,7 @@ func (c *Controller) election() election {
 
 func (c *Controller) registration(r *rpc.Request, req *kmsg.BrokerRegistrationRequest) decision {
 	resp := kmsg.NewPtrBrokerRegistrationResponse()
-	return decision{refuse: notController(r, resp, func(code int16) { resp.ErrorCode = code }), decide: func() ([]record, func()) {
+	return decision{refuse: notController(r, resp, func(code int16) { resp.ErrorCode = code }), decide: func() ([]metadata.Record, func()) {
 		addr := ""
 		if len(req.Listeners) > 0 {
 			l := req.Listeners[0]
@@ -71,21 +71,21 @@ func (c *Controller) registration(r *rpc.Request, req *kmsg.BrokerRegistrationRe
 			}
 		}
 		respond := func() { r.Respond(resp) }
-		old := c.st.brokers[req.BrokerID]
+		old := c.st.Brokers[req.BrokerID]
 		if old != nil && old.Incarnation == req.IncarnationID {
 			resp.BrokerEpoch = old.Epoch // a retry of a registration that went through
 			return nil, respond
 		}
-		if old != nil && !old.fenced {
+		if old != nil && !old.Fenced {
 			// The old incarnation's session is still valid: the new one waits
 			// until it expires, so leadership moves away first (as Kafka does).
 			resp.ErrorCode = kerr.DuplicateBrokerRegistration.Code
 			return nil, respond
 		}
 		// The broker epoch is the offset of the entry that registers it.
-		rec := brokerRecord{ID: req.BrokerID, Addr: addr, Epoch: c.voter.LogEnd(), Incarnation: req.IncarnationID}
-		return []record{{Broker: &rec}}, func() {
-			c.st.brokers[req.BrokerID].lastHeartbeat = c.e.Now()
+		rec := metadata.BrokerRecord{ID: req.BrokerID, Addr: addr, Epoch: c.voter.LogEnd(), Incarnation: req.IncarnationID}
+		return []metadata.Record{{Broker: &rec}}, func() {
+			c.sessions[req.BrokerID] = c.e.Now()
 			c.e.Log("broker-registered", "broker", req.BrokerID, "addr", addr, "epoch", rec.Epoch)
 			resp.BrokerEpoch = rec.Epoch
 			respond()
@@ -95,21 +95,25 @@ func (c *Controller) registration(r *rpc.Request, req *kmsg.BrokerRegistrationRe
 
 func (c *Controller) heartbeat(r *rpc.Request, req *kmsg.BrokerHeartbeatRequest) decision {
 	resp := kmsg.NewPtrBrokerHeartbeatResponse()
-	return decision{refuse: notController(r, resp, func(code int16) { resp.ErrorCode = code }), decide: func() ([]record, func()) {
-		b := c.st.brokers[req.BrokerID]
+	return decision{refuse: notController(r, resp, func(code int16) { resp.ErrorCode = code }), decide: func() ([]metadata.Record, func()) {
+		b := c.st.Brokers[req.BrokerID]
 		if b == nil || b.Epoch != req.BrokerEpoch {
 			resp.ErrorCode = kerr.StaleBrokerEpoch.Code
 			resp.IsFenced = true
 			return nil, func() { r.Respond(resp) }
 		}
-		b.lastHeartbeat = c.e.Now()
+		c.sessions[req.BrokerID] = c.e.Now()
+		// Caught up once the broker has applied the entry that registered
+		// it (BrokerHeartbeatManager: CurrentMetadataOffset at least the
+		// registration's offset); only then may it be unfenced.
+		caughtUp := req.CurrentMetadataOffset >= b.Epoch
 		answer := func() {
-			resp.IsCaughtUp = true
-			resp.IsFenced = c.st.brokers[req.BrokerID].fenced
+			resp.IsCaughtUp = caughtUp
+			resp.IsFenced = c.st.Brokers[req.BrokerID].Fenced
 			r.Respond(resp)
 		}
-		if !req.WantFence && (b.fenced || c.offlineFor(req.BrokerID)) {
-			if b.fenced {
+		if !req.WantFence && caughtUp && (b.Fenced || c.offlineFor(req.BrokerID)) {
+			if b.Fenced {
 				c.e.Log("broker-unfenced", "broker", req.BrokerID)
 			}
 			return c.fencing(req.BrokerID, false, "unfence"), answer
@@ -120,21 +124,21 @@ func (c *Controller) heartbeat(r *rpc.Request, req *kmsg.BrokerHeartbeatRequest)
 
 func (c *Controller) alterPartition(r *rpc.Request, req *kmsg.AlterPartitionRequest) decision {
 	resp := kmsg.NewPtrAlterPartitionResponse()
-	return decision{refuse: notController(r, resp, func(code int16) { resp.ErrorCode = code; resp.Topics = nil }), decide: func() ([]record, func()) {
+	return decision{refuse: notController(r, resp, func(code int16) { resp.ErrorCode = code; resp.Topics = nil }), decide: func() ([]metadata.Record, func()) {
 		respond := func() { r.Respond(resp) }
-		b := c.st.brokers[req.BrokerID]
+		b := c.st.Brokers[req.BrokerID]
 		if b == nil || b.Epoch != req.BrokerEpoch {
 			resp.ErrorCode = kerr.StaleBrokerEpoch.Code
 			return nil, respond
 		}
-		var rs []record
+		var rs []metadata.Record
 		for _, rt := range req.Topics {
 			tr := kmsg.NewAlterPartitionResponseTopic()
 			tr.Topic = rt.Topic
 			for _, rp := range rt.Partitions {
 				pr := kmsg.NewAlterPartitionResponseTopicPartition()
 				pr.Partition = rp.Partition
-				t := c.st.topics[rt.Topic]
+				t := c.st.Topics[rt.Topic]
 				if t == nil || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions) {
 					pr.ErrorCode = kerr.UnknownTopicOrPartition.Code
 					tr.Partitions = append(tr.Partitions, pr)
@@ -148,13 +152,13 @@ func (c *Controller) alterPartition(r *rpc.Request, req *kmsg.AlterPartitionRequ
 					pr.ErrorCode = kerr.NotLeaderForPartition.Code
 				case rp.PartitionEpoch != p.PartitionEpoch:
 					pr.ErrorCode = kerr.InvalidUpdateVersion.Code
-				case !validISR(p, rp.NewISR, c.st.live):
+				case !validISR(p, rp.NewISR, c.st.Live):
 					pr.ErrorCode = kerr.IneligibleReplica.Code
 				default:
 					q := p.Clone()
 					q.ISR = slices.Clone(rp.NewISR)
 					q.PartitionEpoch++
-					rs = append(rs, record{Partition: &q})
+					rs = append(rs, metadata.Record{Partition: &q})
 					c.e.Log("isr-change", "partition", p.TopicPartition.String(), "isr", fmt.Sprintf("%v->%v", p.ISR, q.ISR), "partitionEpoch", q.PartitionEpoch)
 					p = q
 				}
@@ -170,14 +174,14 @@ func (c *Controller) alterPartition(r *rpc.Request, req *kmsg.AlterPartitionRequ
 
 func (c *Controller) allocateProducerIDs(r *rpc.Request, req *kmsg.AllocateProducerIDsRequest) decision {
 	resp := kmsg.NewPtrAllocateProducerIDsResponse()
-	return decision{refuse: notController(r, resp, func(code int16) { resp.ErrorCode = code }), decide: func() ([]record, func()) {
-		b := c.st.brokers[req.BrokerID]
+	return decision{refuse: notController(r, resp, func(code int16) { resp.ErrorCode = code }), decide: func() ([]metadata.Record, func()) {
+		b := c.st.Brokers[req.BrokerID]
 		if b == nil || b.Epoch != req.BrokerEpoch {
 			resp.ErrorCode = kerr.StaleBrokerEpoch.Code
 			return nil, func() { r.Respond(resp) }
 		}
-		start := c.st.nextProducerID
-		return []record{{ProducerIDs: start + ProducerIDBlock}}, func() {
+		start := c.st.NextProducerID
+		return []metadata.Record{{ProducerIDs: start + ProducerIDBlock}}, func() {
 			resp.ProducerIDStart, resp.ProducerIDLen = start, ProducerIDBlock
 			r.Respond(resp)
 		}

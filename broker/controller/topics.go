@@ -29,8 +29,8 @@ func (c *Controller) createTopics(r *rpc.Request, req *kmsg.CreateTopicsRequest)
 		}
 		r.Respond(resp)
 	}
-	return decision{refuse: refuse, decide: func() ([]record, func()) {
-		var rs []record
+	return decision{refuse: refuse, decide: func() ([]metadata.Record, func()) {
+		var rs []metadata.Record
 		budget := PartitionsPerRequestMax
 		for _, rt := range req.Topics {
 			tr := kmsg.NewCreateTopicsResponseTopic()
@@ -47,7 +47,7 @@ func (c *Controller) createTopics(r *rpc.Request, req *kmsg.CreateTopicsRequest)
 				budget -= len(t.Partitions)
 			}
 			if code == 0 && !req.ValidateOnly {
-				rs = append(rs, record{Topic: t})
+				rs = append(rs, metadata.Record{Topic: t})
 				c.e.Log("topic-created", "topic", t.Name, "partitions", len(t.Partitions))
 			}
 			tr.ErrorCode = code
@@ -71,7 +71,7 @@ func (c *Controller) newTopic(rt kmsg.CreateTopicsRequestTopic) (*metadata.Topic
 	if !topicName.MatchString(rt.Topic) {
 		return nil, kerr.InvalidTopicException.Code, fmt.Sprintf("topic name %q is invalid", rt.Topic)
 	}
-	if c.st.topics[rt.Topic] != nil {
+	if c.st.Topics[rt.Topic] != nil {
 		return nil, kerr.TopicAlreadyExists.Code, fmt.Sprintf("topic %q already exists", rt.Topic)
 	}
 	partitions, rf := int(rt.NumPartitions), int(rt.ReplicationFactor)
@@ -82,8 +82,8 @@ func (c *Controller) newTopic(rt kmsg.CreateTopicsRequestTopic) (*metadata.Topic
 		rf = c.cfg.DefaultReplicationFactor
 	}
 	var live []int32
-	for _, id := range c.st.brokerIDs() {
-		if c.st.live(id) {
+	for _, id := range c.st.BrokerIDs() {
+		if c.st.Live(id) {
 			live = append(live, id)
 		}
 	}

@@ -1,7 +1,10 @@
 // Package metadata is the cluster's shape as the controller decides it and
 // brokers learn it: brokers and their addresses, topics, and per partition
 // its replicas, leader, leader epoch, in-sync replicas and partition epoch.
-// The controller sends it to brokers as Kafka's UpdateMetadata request.
+// The metadata log's records (records.go) say how it changes; a State
+// (state.go) is what the committed records make, applied alike by every
+// controller and every broker following the log; an Image is the view of
+// it brokers and clients use.
 package metadata
 
 import (
@@ -9,8 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // NoLeader is the leader id of a partition without one (offline).
@@ -123,77 +124,6 @@ func JoinAddr(host string, port int32) string {
 		return host
 	}
 	return host + ":" + strconv.Itoa(int(port))
-}
-
-// UpdateMetadataVersion is the version of UpdateMetadata the controller and
-// brokers speak (topic names and ids, live broker endpoints).
-const UpdateMetadataVersion = 7
-
-// ToUpdateMetadata encodes the image for one broker.
-func (img *Image) ToUpdateMetadata(controllerID int32, brokerEpoch int64) *kmsg.UpdateMetadataRequest {
-	req := kmsg.NewPtrUpdateMetadataRequest()
-	req.SetVersion(UpdateMetadataVersion)
-	req.ControllerID = controllerID
-	req.ControllerEpoch = img.ControllerEpoch
-	req.BrokerEpoch = brokerEpoch
-	for _, name := range img.TopicNames() {
-		t := img.Topics[name]
-		ts := kmsg.NewUpdateMetadataRequestTopicState()
-		ts.Topic = t.Name
-		ts.TopicID = t.ID
-		for _, p := range t.Partitions {
-			ps := kmsg.NewUpdateMetadataRequestTopicPartition()
-			ps.Partition = p.Partition
-			ps.ControllerEpoch = img.ControllerEpoch
-			ps.Leader = p.Leader
-			ps.LeaderEpoch = p.LeaderEpoch
-			ps.ISR = slices.Clone(p.ISR)
-			ps.ZKVersion = p.PartitionEpoch
-			ps.Replicas = slices.Clone(p.Replicas)
-			ts.PartitionStates = append(ts.PartitionStates, ps)
-		}
-		req.TopicStates = append(req.TopicStates, ts)
-	}
-	for _, b := range img.Brokers {
-		lb := kmsg.NewUpdateMetadataRequestLiveBroker()
-		lb.ID = b.ID
-		lb.Host, lb.Port = SplitAddr(b.Addr)
-		ep := kmsg.NewUpdateMetadataRequestLiveBrokerEndpoint()
-		ep.Host, ep.Port = lb.Host, lb.Port
-		ep.ListenerName = "PLAINTEXT"
-		lb.Endpoints = append(lb.Endpoints, ep)
-		req.LiveBrokers = append(req.LiveBrokers, lb)
-	}
-	return req
-}
-
-// FromUpdateMetadata decodes what the controller sent.
-func FromUpdateMetadata(req *kmsg.UpdateMetadataRequest) *Image {
-	img := &Image{ControllerEpoch: req.ControllerEpoch, Topics: map[string]*Topic{}}
-	for _, ts := range req.TopicStates {
-		t := &Topic{Name: ts.Topic, ID: ts.TopicID}
-		for _, ps := range ts.PartitionStates {
-			t.Partitions = append(t.Partitions, Partition{
-				TopicPartition: TopicPartition{Topic: ts.Topic, Partition: ps.Partition},
-				Replicas:       slices.Clone(ps.Replicas),
-				ISR:            slices.Clone(ps.ISR),
-				Leader:         ps.Leader,
-				LeaderEpoch:    ps.LeaderEpoch,
-				PartitionEpoch: ps.ZKVersion,
-			})
-		}
-		slices.SortFunc(t.Partitions, func(a, b Partition) int { return int(a.Partition) - int(b.Partition) })
-		img.Topics[t.Name] = t
-	}
-	for _, lb := range req.LiveBrokers {
-		host, port := lb.Host, lb.Port
-		if len(lb.Endpoints) > 0 {
-			host, port = lb.Endpoints[0].Host, lb.Endpoints[0].Port
-		}
-		img.Brokers = append(img.Brokers, Broker{ID: lb.ID, Addr: JoinAddr(host, port)})
-	}
-	slices.SortFunc(img.Brokers, func(a, b Broker) int { return int(a.ID) - int(b.ID) })
-	return img
 }
 
 // Internal topic names.

@@ -51,7 +51,9 @@ type Config struct {
 	// leader-change entries are delivered too (LeaderChange set).
 	OnCommitted func(e raft.Entry)
 	// OnApplied, if set, is called once the entries a step committed have
-	// all gone to OnCommitted: where a reader publishes what they made.
+	// all gone to OnCommitted, and when the leader's high watermark as this
+	// node knows it (LeaderHighWatermark) changed: where a reader publishes
+	// what they made, once it has caught up.
 	OnApplied func()
 	// OnRoleChange, if set, is called after a step that changed the
 	// voter's role, epoch or known leader, and once at the start.
@@ -87,6 +89,7 @@ type Voter struct {
 
 	delivered int64 // entries given to OnCommitted
 	lastHW    int64
+	lastLHW   int64 // LeaderHighWatermark at the last observe, -1 if unknown
 	lastRole  raft.Role
 	lastEpoch int32
 	lastLead  int32
@@ -106,7 +109,7 @@ func Start(e env.Env, router *rpc.Router, cfg Config) (*Voter, error) {
 	if cfg.TickInterval <= 0 {
 		cfg.TickInterval = 10 * time.Millisecond
 	}
-	v := &Voter{cfg: cfg, e: e, router: router, clients: map[int32]*rpc.Client{}}
+	v := &Voter{cfg: cfg, e: e, router: router, clients: map[int32]*rpc.Client{}, lastLHW: -1}
 	for id := range cfg.Voters {
 		v.ids = append(v.ids, id)
 	}
@@ -140,11 +143,14 @@ func Start(e env.Env, router *rpc.Router, cfg Config) (*Voter, error) {
 
 // Accessors.
 
-func (v *Voter) ID() int32              { return v.cfg.ID }
-func (v *Voter) Role() raft.Role        { return v.node.Role() }
-func (v *Voter) HighWatermark() int64   { return v.node.HighWatermark() }
-func (v *Voter) LogEnd() int64          { return v.node.LogEnd() }
-func (v *Voter) Leader() (int32, int32) { return v.node.LeaderID(), v.node.Epoch() }
+func (v *Voter) ID() int32            { return v.cfg.ID }
+func (v *Voter) Role() raft.Role      { return v.node.Role() }
+func (v *Voter) HighWatermark() int64 { return v.node.HighWatermark() }
+
+// LeaderHighWatermark is raft.Node.LeaderHighWatermark.
+func (v *Voter) LeaderHighWatermark() (int64, bool) { return v.node.LeaderHighWatermark() }
+func (v *Voter) LogEnd() int64                      { return v.node.LogEnd() }
+func (v *Voter) Leader() (int32, int32)             { return v.node.LeaderID(), v.node.Epoch() }
 
 // Entries returns the entries in [from, to); those below HighWatermark are
 // committed.
@@ -416,7 +422,12 @@ func (v *Voter) observe() bool {
 			called = true
 		}
 	}
-	if v.delivered < hw {
+	lhw, ok := v.node.LeaderHighWatermark()
+	if !ok {
+		lhw = -1
+	}
+	if v.delivered < hw || lhw != v.lastLHW {
+		v.lastLHW = lhw
 		for _, en := range v.node.Entries(v.delivered, hw) {
 			v.delivered = en.Offset + 1
 			if v.cfg.OnCommitted != nil {

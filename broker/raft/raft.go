@@ -144,6 +144,7 @@ type Node struct {
 	granted, rejected map[int32]bool
 
 	// Follower (FollowerState).
+	leaderHW      int64 // the high watermark the leader last sent, -1 until one came
 	fetchDeadline env.Time
 	hasFetched    bool // a fetch succeeded since it began following, and the leader has not resigned
 	fetchInFlight bool
@@ -175,7 +176,7 @@ type Node struct {
 // Unattached, keeping its vote.
 func New(cfg Config, st QuorumState, log []Entry, now env.Time) *Node {
 	cfg.defaults()
-	n := &Node{cfg: cfg, voters: slices.Sorted(slices.Values(cfg.Voters)), now: now,
+	n := &Node{cfg: cfg, voters: slices.Sorted(slices.Values(cfg.Voters)), now: now, leaderHW: -1,
 		epoch: st.Epoch, votedFor: st.VotedID, leader: st.LeaderID, stored: st,
 		log: slices.Clone(log), flushed: int64(len(log))}
 	if slices.Contains(n.voters, cfg.ID) == cfg.Observer {
@@ -212,14 +213,26 @@ func New(cfg Config, st QuorumState, log []Entry, now env.Time) *Node {
 
 // Accessors.
 
-func (n *Node) ID() int32                { return n.cfg.ID }
-func (n *Node) Role() Role               { return n.role }
-func (n *Node) Epoch() int32             { return n.epoch }
-func (n *Node) VotedFor() int32          { return n.votedFor }
-func (n *Node) LeaderID() int32          { return n.leader }
-func (n *Node) LogEnd() int64            { return int64(len(n.log)) }
-func (n *Node) FlushedEnd() int64        { return n.flushed }
-func (n *Node) HighWatermark() int64     { return n.hw }
+func (n *Node) ID() int32            { return n.cfg.ID }
+func (n *Node) Role() Role           { return n.role }
+func (n *Node) Epoch() int32         { return n.epoch }
+func (n *Node) VotedFor() int32      { return n.votedFor }
+func (n *Node) LeaderID() int32      { return n.leader }
+func (n *Node) LogEnd() int64        { return int64(len(n.log)) }
+func (n *Node) FlushedEnd() int64    { return n.flushed }
+func (n *Node) HighWatermark() int64 { return n.hw }
+
+// LeaderHighWatermark is the high watermark as the leader last reported it
+// to this follower, not capped at the follower's log end (a reader of the
+// log knows from it whether it has caught up: MetadataLoader's
+// stillNeedToCatchUp); ok false while none came from the current leader.
+// On the leader it is its own.
+func (n *Node) LeaderHighWatermark() (hw int64, ok bool) {
+	if n.role == Leader {
+		return n.hw, true
+	}
+	return n.leaderHW, n.role == Follower && n.leaderHW >= 0
+}
 func (n *Node) QuorumState() QuorumState { return QuorumState{n.epoch, n.votedFor, n.leader} }
 func (n *Node) Voters() []int32          { return slices.Clone(n.voters) }
 func (n *Node) majority() int            { return len(n.voters)/2 + 1 }
@@ -307,6 +320,7 @@ func (n *Node) persist() {
 func (n *Node) clearRoleState() {
 	n.backingOff, n.granted, n.rejected = false, nil, nil
 	n.fetchInFlight, n.hasFetched = false, false
+	n.leaderHW = -1
 	n.remotes, n.observers = nil, nil
 	// A held fetch is answered: this node no longer leads the epoch it was
 	// sent in (fetchPurgatory.completeAllExceptionally).
@@ -1017,6 +1031,7 @@ func (n *Node) onFetchResponse(from int32, m FetchResponse, now env.Time) {
 		n.emit(AppendLog{Entries: recs})
 	}
 	// FollowerState.updateHighWatermark: the leader's, capped at our end.
+	n.leaderHW = max(n.leaderHW, m.HighWatermark)
 	if hw := min(m.HighWatermark, n.LogEnd()); hw > n.hw {
 		n.hw = hw
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/kafkasim/kafkasim/host"
 )
 
-const brokerUsage = `usage: kafkasim broker --id N [--listen ADDR] --data DIR [--controller ADDR[,ADDR...]] [cluster flags]
+const brokerUsage = `usage: kafkasim broker --id N [--listen ADDR] --data DIR [--controller ID@ADDR[,ID@ADDR...] | --controller ADDR] [cluster flags]
 
 Runs one broker on TCP until SIGTERM or SIGINT (a clean shutdown: logs
 flushed, high watermarks checkpointed; exit 0). After a crash (SIGKILL) it
@@ -30,7 +30,7 @@ func runBroker(args []string, stdout, stderr io.Writer) int {
 	id := fs.Int("id", -1, "broker id, 0 or more, unique in the cluster (required)")
 	listen := fs.String("listen", DefaultBrokerListen, "address to listen on and advertise to clients (port 0: any free port, printed on start)")
 	data := fs.String("data", "", "directory holding the broker's logs (required)")
-	ctl := fs.String("controller", DefaultControllerListen, "the controllers' addresses, comma separated (controller.quorum.bootstrap.servers): requests go to the active one")
+	ctl := fs.String("controller", DefaultControllerListen, "the controllers as ID@HOST:PORT, comma separated, as given to their --quorum (controller.quorum.voters), or the address of a lone controller: the broker follows their metadata log and sends its requests to the active one")
 	clusterID := fs.String("cluster-id", DefaultClusterID, "cluster id reported to clients")
 	hwCheckpoint := 5 * time.Second
 	fs.Var(msFlag{&hwCheckpoint}, "replica.high.watermark.checkpoint.interval.ms", "how often high watermarks are written to disk")
@@ -50,13 +50,10 @@ func runBroker(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kafkasim broker: replica.high.watermark.checkpoint.interval.ms must be positive\n")
 		return 2
 	}
-	var controllers []string
-	for _, a := range strings.Split(*ctl, ",") {
-		if _, _, err := net.SplitHostPort(a); err != nil {
-			fmt.Fprintf(stderr, "kafkasim broker: --controller %s: %q: %v\n", *ctl, a, err)
-			return 2
-		}
-		controllers = append(controllers, a)
+	controllers, err := parseControllers(*ctl)
+	if err != nil {
+		fmt.Fprintf(stderr, "kafkasim broker: --controller %s: %v\n", *ctl, err)
+		return 2
 	}
 	if err := checkAdvertisable(*listen); err != nil {
 		fmt.Fprintf(stderr, "kafkasim broker: --listen %s: %v\n", *listen, err)
@@ -66,4 +63,20 @@ func runBroker(args []string, stdout, stderr io.Writer) int {
 		HighWatermarkCheckpointInterval: hwCheckpoint}
 	return serveNode(stdout, stderr, fmt.Sprintf("broker %d", *id), host.Options{Listen: *listen, DataDir: *data},
 		func() env.Process { return broker.New(opts) })
+}
+
+// parseControllers reads a broker's --controller: the quorum's voters as
+// ID@HOST:PORT (what the controllers' --quorum says), or one HOST:PORT, a
+// lone controller with the default node id.
+func parseControllers(s string) (map[int32]string, error) {
+	if !strings.Contains(s, "@") {
+		if strings.Contains(s, ",") {
+			return nil, fmt.Errorf("several controllers are named ID@HOST:PORT, as in their --quorum")
+		}
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			return nil, err
+		}
+		return map[int32]string{controller.ID: s}, nil
+	}
+	return parseVoters(s)
 }

@@ -39,7 +39,7 @@ commands:
           and print its trace hash
   controller --listen ADDR --data DIR
           real mode: run the controller on TCP (kafkasim controller -h for flags)
-  broker --id N --listen ADDR --data DIR --controller ADDR
+  broker --id N --listen ADDR --data DIR --controller ID@ADDR,...|ADDR
           real mode: run a broker on TCP (kafkasim broker -h for flags)
   create-topic --topic NAME [--partitions N] [--replication-factor R] [--bootstrap ADDR]
           real mode: create a topic through the Kafka protocol

@@ -219,7 +219,7 @@ func simRun(b *testing.B) (wall, simulated time.Duration) {
 	w.AddNode("controller", func() env.Process { return controller.New(cfg) }).Start()
 	for i := range 3 {
 		w.AddNode(fmt.Sprintf("broker-%d", i), func() env.Process {
-			return broker.New(broker.Options{ID: int32(i), Controllers: []string{"controller"}, ClusterID: "bench", Cluster: cfg})
+			return broker.New(broker.Options{ID: int32(i), Controllers: map[int32]string{controller.ID: "controller"}, ClusterID: "bench", Cluster: cfg})
 		}).Start()
 	}
 	wl := newBenchWorkload("broker-0")
@@ -266,7 +266,7 @@ func startInProcessCluster(tb testing.TB, n int, cfg config.Cluster) *inProcessC
 	c := &inProcessCluster{controller: startNode(tb, func() env.Process { return controller.New(cfg) })}
 	for i := range n {
 		c.brokers = append(c.brokers, startNode(tb, func() env.Process {
-			return broker.New(broker.Options{ID: int32(i), Controllers: []string{c.controller.Addr()}, ClusterID: "in-process", Cluster: cfg})
+			return broker.New(broker.Options{ID: int32(i), Controllers: map[int32]string{controller.ID: c.controller.Addr()}, ClusterID: "in-process", Cluster: cfg})
 		}))
 	}
 	return c

@@ -221,7 +221,7 @@ func startRealCluster(t *testing.T, bin string, n int, flags ...string) *realClu
 		name := fmt.Sprintf("broker-%d", id)
 		c.brokers = append(c.brokers, startChild(t, bin, name, filepath.Join(dir, name+".log"),
 			append([]string{"broker", "--id", fmt.Sprint(id), "--listen", "127.0.0.1:0",
-				"--data", filepath.Join(dir, name), "--controller", strings.Join(addrs, ",")}, flags...)...))
+				"--data", filepath.Join(dir, name), "--controller", strings.Join(voters, ",")}, flags...)...))
 	}
 	t.Cleanup(func() {
 		if t.Failed() {

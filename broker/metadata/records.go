@@ -1,10 +1,8 @@
-package controller
+package metadata
 
 import (
 	"encoding/json"
 	"fmt"
-
-	"github.com/kafkasim/kafkasim/broker/metadata"
 )
 
 // The metadata log is the quorum's (broker/quorum): one entry per
@@ -13,46 +11,47 @@ import (
 // commits, or is lost, as one (as a KRaft controller writes an operation's
 // records in one atomic batch).
 
-// record is one change to the metadata; exactly one field is set. They
+// Record is one change to the metadata; exactly one field is set. They
 // stand for KRaft's RegisterBrokerRecord, FenceBrokerRecord and
 // UnfenceBrokerRecord, TopicRecord with its PartitionRecords,
 // PartitionChangeRecord and ProducerIdsRecord.
-type record struct {
-	Broker      *brokerRecord       `json:"broker,omitempty"`
-	Fence       *fenceRecord        `json:"fence,omitempty"`
-	Topic       *metadata.Topic     `json:"topic,omitempty"`
-	Partition   *metadata.Partition `json:"partition,omitempty"`
-	ProducerIDs int64               `json:"producerIds,omitempty"` // next unallocated producer id
+type Record struct {
+	Broker      *BrokerRecord `json:"broker,omitempty"`
+	Fence       *FenceRecord  `json:"fence,omitempty"`
+	Topic       *Topic        `json:"topic,omitempty"`
+	Partition   *Partition    `json:"partition,omitempty"`
+	ProducerIDs int64         `json:"producerIds,omitempty"` // next unallocated producer id
 }
 
-// brokerRecord registers a broker incarnation. Its epoch is the offset of
+// BrokerRecord registers a broker incarnation. Its epoch is the offset of
 // the entry that registers it, as in KRaft; a broker registers fenced.
-type brokerRecord struct {
+type BrokerRecord struct {
 	ID          int32    `json:"id"`
 	Addr        string   `json:"addr"`
 	Epoch       int64    `json:"epoch"`
 	Incarnation [16]byte `json:"incarnation"`
 }
 
-// fenceRecord fences or unfences the registered broker id.
-type fenceRecord struct {
+// FenceRecord fences or unfences the registered broker id.
+type FenceRecord struct {
 	ID     int32 `json:"id"`
 	Fenced bool  `json:"fenced"`
 }
 
-func encodeRecords(rs []record) []byte {
+// EncodeRecords is one entry's data: one decision's records.
+func EncodeRecords(rs []Record) []byte {
 	data, err := json.Marshal(rs)
 	if err != nil {
-		panic(fmt.Sprintf("controller: metadata records do not encode: %v", err))
+		panic(fmt.Sprintf("metadata: records do not encode: %v", err))
 	}
 	return data
 }
 
-// decodeRecords reads an entry's records. The quorum checks every entry's
+// DecodeRecords reads an entry's records. The quorum checks every entry's
 // CRC, so one that does not decode was written by something else: the
-// controller halts rather than apply a part of a decision.
-func decodeRecords(data []byte) ([]record, error) {
-	var rs []record
+// reader halts rather than apply a part of a decision.
+func DecodeRecords(data []byte) ([]Record, error) {
+	var rs []Record
 	if err := json.Unmarshal(data, &rs); err != nil {
 		return nil, fmt.Errorf("metadata entry does not decode: %w", err)
 	}

@@ -1,0 +1,121 @@
+package metadata
+
+import (
+	"slices"
+
+	"github.com/kafkasim/kafkasim/internal/invariant"
+)
+
+// Registration is one broker as the log has it: its latest registration
+// and whether it is fenced. (When the active controller last heard from
+// it is the controller's memory, not the log's.)
+type Registration struct {
+	BrokerRecord
+	Fenced bool
+}
+
+// State is the metadata as the committed entries of the metadata log make
+// it: every controller, and every broker following the log, applies the
+// same entries in the same order to its own (Kafka's MetadataImage, built
+// by MetadataDelta from the same records).
+type State struct {
+	Epoch          int32 // the active controller's epoch (its quorum epoch) as last known
+	Brokers        map[int32]*Registration
+	Topics         map[string]*Topic
+	NextProducerID int64
+}
+
+// NewState is the metadata before the log's first entry.
+func NewState() *State {
+	return &State{Brokers: map[int32]*Registration{}, Topics: map[string]*Topic{}, NextProducerID: 1000}
+}
+
+// Apply folds one record into the state.
+func (s *State) Apply(r Record) {
+	switch {
+	case r.Broker != nil:
+		b := s.Brokers[r.Broker.ID]
+		if b == nil {
+			b = &Registration{}
+			s.Brokers[r.Broker.ID] = b
+		}
+		b.BrokerRecord = *r.Broker
+		b.Fenced = true // until its first heartbeat asks to be unfenced
+	case r.Fence != nil:
+		b := s.Brokers[r.Fence.ID]
+		assert(b != nil, "fence record for unregistered broker %d", r.Fence.ID)
+		b.Fenced = r.Fence.Fenced
+	case r.Topic != nil:
+		t := *r.Topic
+		t.Partitions = slices.Clone(t.Partitions)
+		s.Topics[t.Name] = &t
+	case r.Partition != nil:
+		t := s.Topics[r.Partition.Topic]
+		assert(t != nil && int(r.Partition.Partition) < len(t.Partitions), "partition record %v for unknown topic", r.Partition.TopicPartition)
+		old := t.Partitions[r.Partition.Partition]
+		assert(r.Partition.LeaderEpoch >= old.LeaderEpoch, "leader epoch of %v moves back from %d to %d", old.TopicPartition, old.LeaderEpoch, r.Partition.LeaderEpoch)
+		assert(r.Partition.PartitionEpoch > old.PartitionEpoch, "partition epoch of %v does not advance: %d to %d", old.TopicPartition, old.PartitionEpoch, r.Partition.PartitionEpoch)
+		assert(len(r.Partition.ISR) > 0, "ISR of %v is empty", old.TopicPartition)
+		t.Partitions[r.Partition.Partition] = r.Partition.Clone()
+	case r.ProducerIDs != 0:
+		assert(r.ProducerIDs > s.NextProducerID, "producer ids move back from %d to %d", s.NextProducerID, r.ProducerIDs)
+		s.NextProducerID = r.ProducerIDs
+	}
+}
+
+// BrokerIDs returns registered broker ids, sorted.
+func (s *State) BrokerIDs() []int32 {
+	ids := make([]int32, 0, len(s.Brokers))
+	for id := range s.Brokers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// Live reports whether broker id is registered and not fenced.
+func (s *State) Live(id int32) bool {
+	b := s.Brokers[id]
+	return b != nil && !b.Fenced
+}
+
+// Partitions returns every partition in topic, partition order.
+func (s *State) Partitions() []Partition {
+	var out []Partition
+	names := make([]string, 0, len(s.Topics))
+	for n := range s.Topics {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		out = append(out, s.Topics[n].Partitions...)
+	}
+	return out
+}
+
+// Image is the cluster as brokers and clients see it: only unfenced
+// brokers; a copy, the state's own left alone.
+func (s *State) Image() *Image {
+	img := &Image{ControllerEpoch: s.Epoch, Topics: map[string]*Topic{}}
+	for _, id := range s.BrokerIDs() {
+		if b := s.Brokers[id]; !b.Fenced {
+			img.Brokers = append(img.Brokers, Broker{ID: id, Addr: b.Addr})
+		}
+	}
+	for n, t := range s.Topics {
+		c := *t
+		c.Partitions = make([]Partition, len(t.Partitions))
+		for i, p := range t.Partitions {
+			c.Partitions[i] = p.Clone()
+		}
+		img.Topics[n] = &c
+	}
+	return img
+}
+
+// assert panics with the metadata's broken invariant when cond is false.
+func assert(cond bool, format string, args ...any) {
+	if !cond {
+		invariant.Fail("metadata", format, args...)
+	}
+}
