@@ -131,7 +131,7 @@ func Start(e env.Env, router *rpc.Router, cfg Config) (*Voter, error) {
 	if v.timeout <= 0 {
 		v.timeout = 2 * time.Second
 	}
-	v.node = raft.New(rc, st, entries, e.Now())
+	v.node = raft.New(rc, st, raft.Snapshot{}, entries, e.Now())
 	// The first observe reports the role the node starts in (the only
 	// voter leads from New on): OnRoleChange hears of every role.
 	v.lastRole, v.lastEpoch, v.lastLead = v.node.Role(), -1, v.node.LeaderID()

@@ -78,8 +78,10 @@
 // Observers (Config.Observer: brokers following the metadata log) fetch
 // and never vote; observer.go says how they find and follow the leader.
 //
-// Not modelled: snapshots and FetchSnapshot, log start offsets,
-// voter changes (KIP-853), cluster ids, batching.
+// Snapshots (KIP-630: a log start offset, FetchSnapshot, installing a
+// fetched snapshot) are in snapshot.go.
+//
+// Not modelled: voter changes (KIP-853), cluster ids, batching.
 //
 // NextTick says when Tick next has something to do, so a runtime arms one
 // timer instead of polling; a lone voter that leads has none.

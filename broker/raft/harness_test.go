@@ -25,13 +25,25 @@ type cluster struct {
 	now     env.Time
 	out     *strings.Builder // effects are printed here if set
 	failure string           // the first harness-level failure
+	// onInstall, if set, hears of every snapshot a node installs.
+	onInstall func(id int32, s raft.Snapshot)
 }
 
+// disk holds the log from offset start (what snapshots cover is deleted),
+// durable up to offset durable, the latest snapshot (always durable: the
+// runtime syncs it before anything after it) and the quorum state.
 type disk struct {
 	log     []raft.Entry
+	start   int64
 	durable int64
+	snap    raft.Snapshot
 	state   raft.QuorumState
 }
+
+func (d *disk) end() int64 { return d.start + int64(len(d.log)) }
+
+// loseUnflushed drops the log's tail past what is durable.
+func (d *disk) loseUnflushed() { d.log = d.log[:max(d.durable-d.start, 0)] }
 
 type envelope struct {
 	from, to int32
@@ -62,8 +74,8 @@ func (c *cluster) addObserver(id int32) {
 
 func (c *cluster) start(id int32) {
 	d := c.disks[id]
-	d.log = d.log[:d.durable]
-	c.nodes[id] = raft.New(c.cfg(id), d.state, d.log, c.now)
+	d.loseUnflushed()
+	c.nodes[id] = raft.New(c.cfg(id), d.state, d.snap, d.log, c.now)
 	c.apply(id)
 }
 
@@ -72,7 +84,7 @@ func (c *cluster) start(id int32) {
 func (c *cluster) crash(id int32) {
 	c.nodes[id] = nil
 	d := c.disks[id]
-	d.log = d.log[:d.durable]
+	d.loseUnflushed()
 	c.queue = slices.DeleteFunc(c.queue, func(e envelope) bool { return e.to == id })
 }
 
@@ -82,7 +94,7 @@ func (c *cluster) flush(id int32) {
 		return
 	}
 	d := c.disks[id]
-	d.durable = int64(len(d.log))
+	d.durable = d.end()
 	n.Flushed(d.durable)
 	c.apply(id)
 }
@@ -132,17 +144,32 @@ func (c *cluster) apply(id int32) {
 			d.state = raft.QuorumState{Epoch: e.Epoch, VotedID: e.VotedID, LeaderID: e.LeaderID}
 		case raft.AppendLog:
 			for _, en := range e.Entries {
-				if en.Offset != int64(len(d.log)) {
-					c.fail("node %d: append at %d to a log ending at %d", id, en.Offset, len(d.log))
+				if en.Offset != d.end() {
+					c.fail("node %d: append at %d to a log ending at %d", id, en.Offset, d.end())
 				}
 				d.log = append(d.log, en)
 			}
 		case raft.TruncateLog:
-			if e.To > int64(len(d.log)) {
-				c.fail("node %d: truncate to %d of a log ending at %d", id, e.To, len(d.log))
+			if e.To > d.end() || e.To < d.start {
+				c.fail("node %d: truncate to %d of a log [%d, %d)", id, e.To, d.start, d.end())
 			}
-			d.log = d.log[:min(e.To, int64(len(d.log)))]
+			d.log = d.log[:min(max(e.To-d.start, 0), int64(len(d.log)))]
 			d.durable = min(d.durable, e.To)
+		case raft.WriteSnapshot:
+			d.snap = e.S
+		case raft.DeleteLogPrefix:
+			if e.To < d.start || e.To > d.end() || e.To > d.snap.ID.EndOffset {
+				c.fail("node %d: delete below %d of a log [%d, %d) with snapshot %v", id, e.To, d.start, d.end(), d.snap.ID)
+			}
+			d.log = slices.Clone(d.log[min(max(e.To-d.start, 0), int64(len(d.log))):])
+			d.start = e.To
+			d.durable = max(d.durable, e.To)
+		case raft.InstallSnapshot:
+			d.snap = e.S
+			d.log, d.start, d.durable = nil, e.S.ID.EndOffset, e.S.ID.EndOffset
+			if c.onInstall != nil {
+				c.onInstall(id, e.S)
+			}
 		case raft.Send:
 			if c.blocked(id, e.To) {
 				continue
@@ -153,8 +180,8 @@ func (c *cluster) apply(id int32) {
 	if st := n.QuorumState(); st != d.state {
 		c.fail("node %d: quorum state %+v, persisted %+v", id, st, d.state)
 	}
-	if got := n.Entries(0, n.LogEnd()); !sameEntries(got, d.log) {
-		c.fail("node %d: core log %v, disk log %v", id, got, d.log)
+	if got := n.Entries(0, n.LogEnd()); !sameEntries(got, d.log) || n.LogStart() != d.start {
+		c.fail("node %d: core log %v from %d, disk log %v from %d", id, got, n.LogStart(), d.log, d.start)
 	}
 	if err := n.Check(); err != nil {
 		c.fail("%v", err)
@@ -195,8 +222,12 @@ func (c *cluster) state() string {
 			fmt.Fprintf(&b, "%d: down\n", id)
 			continue
 		}
-		fmt.Fprintf(&b, "%d: %s epoch=%d voted=%d leader=%d end=%d flushed=%d hw=%d\n",
+		fmt.Fprintf(&b, "%d: %s epoch=%d voted=%d leader=%d end=%d flushed=%d hw=%d",
 			id, n.Role(), n.Epoch(), n.VotedFor(), n.LeaderID(), n.LogEnd(), n.FlushedEnd(), n.HighWatermark())
+		if n.LogStart() > 0 {
+			fmt.Fprintf(&b, " start=%d snapshot=%v", n.LogStart(), n.LatestSnapshot().ID)
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }

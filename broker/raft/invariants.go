@@ -19,8 +19,10 @@ import (
 //   - persisted: the quorum state in memory is the one last persisted.
 //   - log-epochs: offsets are positions, epochs never decrease along the
 //     log and none is above the current epoch.
+//   - snapshot: the latest snapshot covers only committed entries, and the
+//     log starts where it ends (or at 0 before any is taken).
 //   - in-step: no rule broken inside a step (a truncation below the high
-//     watermark).
+//     watermark or the log start).
 func (n *Node) Check() error {
 	fail := func(rule, format string, args ...any) error {
 		return errors.New(invariant.Message("raft", "node %d: %s: "+format, append([]any{n.cfg.ID, rule}, args...)...))
@@ -29,8 +31,11 @@ func (n *Node) Check() error {
 	if n.hw > end {
 		return fail("hw-end", "high watermark %d past log end %d", n.hw, end)
 	}
-	if n.flushed > end || n.flushed < 0 {
-		return fail("hw-end", "flushed end %d outside log end %d", n.flushed, end)
+	if n.flushed > end || n.flushed < n.start {
+		return fail("hw-end", "flushed end %d outside the log [%d, %d)", n.flushed, n.start, end)
+	}
+	if id := n.latest.ID; id.EndOffset > n.hw || id.EndOffset < n.start || (n.start > 0 && n.start != id.EndOffset) {
+		return fail("snapshot", "snapshot %v outside the committed log: start %d, high watermark %d", id, n.start, n.hw)
 	}
 	if n.hw < n.hwFloor {
 		return fail("hw-monotonic", "high watermark moved back from %d to %d", n.hwFloor, n.hw)
@@ -65,9 +70,10 @@ func (n *Node) Check() error {
 	}
 	// Entries only append or truncate, so the prefix seen in order before
 	// stays in order; the last entry's epoch is the largest.
-	prev := n.lastEpoch(n.epochsChecked)
-	for i := n.epochsChecked; i < end; i++ {
-		e := n.log[i]
+	from := max(n.epochsChecked, n.start)
+	prev := n.lastEpoch(from)
+	for i := from; i < end; i++ {
+		e := n.log[i-n.start]
 		if e.Offset != i {
 			return fail("log-epochs", "entry at position %d has offset %d", i, e.Offset)
 		}

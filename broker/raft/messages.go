@@ -119,7 +119,10 @@ type FetchResponse struct {
 	LeaderID       int32
 	HighWatermark  int64
 	DivergingEpoch *EpochEndOffset
-	Records        []Entry
+	// SnapshotID is the leader's latest snapshot, set when the fetch is
+	// from what the leader's log no longer holds (no records then).
+	SnapshotID *SnapshotID
+	Records    []Entry
 
 	// FetchOffset and LastFetchedEpoch echo the request answered. They
 	// are not wire fields: Kafka matches a response to its request by
@@ -177,6 +180,9 @@ func (m FetchResponse) String() string {
 	fmt.Fprintf(&b, "FetchResponse{%sepoch=%d leader=%d hw=%d", errPrefix(m.ErrorCode), m.LeaderEpoch, m.LeaderID, m.HighWatermark)
 	if m.DivergingEpoch != nil {
 		fmt.Fprintf(&b, " diverging=(epoch=%d end=%d)", m.DivergingEpoch.Epoch, m.DivergingEpoch.EndOffset)
+	}
+	if m.SnapshotID != nil {
+		fmt.Fprintf(&b, " snapshot=%v", *m.SnapshotID)
 	}
 	if len(m.Records) > 0 {
 		fmt.Fprintf(&b, " records=%s", formatEntries(m.Records))

@@ -27,15 +27,25 @@ import (
 // commits within a bounded number of rounds, and reaches every observer.
 // Odd seeds add two observers (ids 101 and 102), crashed, cut and restarted
 // like the voters; what they hold below their high watermark is checked
-// against the committed entries as a voter's is. A failure names its seed.
+// against the committed entries as a voter's is. Nodes take snapshots at
+// their high watermark now and then (the state: a digest of the committed
+// entries below it), dropping the log below; a node that installs a
+// fetched snapshot must get exactly the digest of the committed entries it
+// covers, fetched in chunks of a few bytes. A failure names its seed.
 func TestRandomized(t *testing.T) {
 	seeds := 200
 	if testing.Short() {
 		seeds = 50
 	}
+	allInstalls := 0
+	defer func() {
+		if allInstalls == 0 && !t.Failed() {
+			t.Errorf("no snapshot was ever fetched: the test does not reach FetchSnapshot")
+		}
+	}()
 	for _, voters := range []int{3, 5} {
 		t.Run(fmt.Sprintf("voters=%d", voters), func(t *testing.T) {
-			var elections, commits int
+			var elections, commits, snapshots, installs int
 			for seed := range uint64(seeds) {
 				s := &sim{t: t, seed: seed, voters: voters}
 				if msg := s.run(1000); msg != "" {
@@ -43,8 +53,11 @@ func TestRandomized(t *testing.T) {
 				}
 				elections += len(s.leaderOf)
 				commits += int(s.maxHW)
+				snapshots += s.snapshots
+				installs += s.installs
 			}
-			t.Logf("%d seeds: %d epochs with a leader, %d entries committed (max hw summed)", seeds, elections, commits)
+			t.Logf("%d seeds: %d epochs with a leader, %d entries committed (max hw summed), %d snapshots taken, %d installed", seeds, elections, commits, snapshots, installs)
+			allInstalls += installs
 		})
 	}
 }
@@ -61,6 +74,8 @@ type sim struct {
 	verified  map[int32]int64      // per node life: entries below this checked against committed
 	maxHW     int64
 	proposals int
+	snapshots int // taken
+	installs  int // fetched and installed
 	trace     *strings.Builder
 }
 
@@ -81,9 +96,16 @@ func (s *sim) run(steps int) string {
 	c := newCluster(s.voters, func(id int32) raft.Config {
 		cfg := base(id)
 		cfg.FetchMaxEntries = fetchMax
+		cfg.FetchSnapshotMaxBytes = 5
 		return cfg
 	})
 	s.c = c
+	c.onInstall = func(id int32, snap raft.Snapshot) {
+		if want := s.digest(snap.ID.EndOffset); string(snap.Data) != want {
+			c.fail("node %d installed snapshot %v holding %q, the committed entries below it make %q", id, snap.ID, snap.Data, want)
+		}
+		s.installs++
+	}
 	if s.seed%2 == 1 {
 		c.addObserver(101)
 		c.addObserver(102)
@@ -110,8 +132,10 @@ func (s *sim) run(steps int) string {
 				c.queue = slices.Delete(c.queue, i, i+1)
 				c.deliver(e)
 			}
-		case p < 77:
+		case p < 74:
 			s.propose(c.ids[s.rng.Intn(len(c.ids))])
+		case p < 77:
+			s.snapshot(c.ids[s.rng.Intn(len(c.ids))])
 		case p < 87:
 			c.flush(c.ids[s.rng.Intn(len(c.ids))])
 		case p < 90:
@@ -139,6 +163,37 @@ func (s *sim) run(steps int) string {
 		}
 	}
 	return s.liveness()
+}
+
+// snapshot has node id take a snapshot at its high watermark, if past its
+// latest: its state is the digest of the committed entries below.
+func (s *sim) snapshot(id int32) {
+	n := s.c.nodes[id]
+	if n == nil || n.HighWatermark() <= max(n.LatestSnapshot().ID.EndOffset, n.LogStart()) {
+		return
+	}
+	end := n.HighWatermark()
+	if err := n.Snapshot(end, []byte(s.digest(end))); err != nil {
+		s.c.fail("snapshot of node %d at %d: %v", id, end, err)
+	}
+	s.c.apply(id)
+	s.snapshots++
+}
+
+// digest is the state the committed entries below end make: FNV-1a over
+// their offsets, epochs and data.
+func (s *sim) digest(end int64) string {
+	h := uint64(14695981039346656037)
+	for off := range end {
+		e, ok := s.committed[off]
+		if !ok {
+			return fmt.Sprintf("missing %d", off)
+		}
+		for _, b := range []byte(fmt.Sprintf("%d/%d/%v/%s;", e.Offset, e.Epoch, e.LeaderChange, e.Data)) {
+			h = (h ^ uint64(b)) * 1099511628211
+		}
+	}
+	return fmt.Sprintf("d%x", h)
 }
 
 func (s *sim) runTraced(steps int, b *strings.Builder) string {

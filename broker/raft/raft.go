@@ -73,6 +73,9 @@ type Config struct {
 	// FetchMaxEntries caps the records in one FetchResponse, as a fetch's
 	// MaxBytes does; 0 is no cap.
 	FetchMaxEntries int
+	// FetchSnapshotMaxBytes caps the bytes of one FetchSnapshot answer
+	// (KafkaRaftClient's MAX_FETCH_SIZE_BYTES, 8 MiB); 0 is no cap.
+	FetchSnapshotMaxBytes int
 
 	// Jitter draws a duration in [0, max) from the runtime's own seeded
 	// stream; it is the node's only randomness (election timeouts and
@@ -130,9 +133,15 @@ type Node struct {
 	leader   int32
 	stored   QuorumState // last PersistQuorumState emitted (or restarted from)
 
-	log     []Entry
-	flushed int64
-	hw      int64
+	// The log holds the entries [start, LogEnd()); those below start are
+	// in the snapshot at start (snapshot.go), whose last entry's epoch is
+	// startEpoch. latest is the newest snapshot this node holds.
+	log        []Entry
+	start      int64
+	startEpoch int32
+	latest     Snapshot
+	flushed    int64
+	hw         int64
 
 	// Unattached, Prospective, Candidate, Resigned.
 	electionDeadline env.Time
@@ -145,6 +154,7 @@ type Node struct {
 
 	// Follower (FollowerState).
 	leaderHW      int64 // the high watermark the leader last sent, -1 until one came
+	snapFetch     *snapshotFetch
 	fetchDeadline env.Time
 	hasFetched    bool // a fetch succeeded since it began following, and the leader has not resigned
 	fetchInFlight bool
@@ -174,11 +184,11 @@ type Node struct {
 // comes back Resigned and asks the others to elect (KafkaRaftClient's
 // initialize); one that knew a leader comes back following it; else
 // Unattached, keeping its vote.
-func New(cfg Config, st QuorumState, log []Entry, now env.Time) *Node {
+func New(cfg Config, st QuorumState, snap Snapshot, log []Entry, now env.Time) *Node {
 	cfg.defaults()
 	n := &Node{cfg: cfg, voters: slices.Sorted(slices.Values(cfg.Voters)), now: now, leaderHW: -1,
-		epoch: st.Epoch, votedFor: st.VotedID, leader: st.LeaderID, stored: st,
-		log: slices.Clone(log), flushed: int64(len(log))}
+		epoch: st.Epoch, votedFor: st.VotedID, leader: st.LeaderID, stored: st}
+	n.restore(snap, log)
 	if slices.Contains(n.voters, cfg.ID) == cfg.Observer {
 		panic(fmt.Sprintf("raft: node %d (observer %v) and voters %v", cfg.ID, cfg.Observer, n.voters))
 	}
@@ -218,7 +228,8 @@ func (n *Node) Role() Role           { return n.role }
 func (n *Node) Epoch() int32         { return n.epoch }
 func (n *Node) VotedFor() int32      { return n.votedFor }
 func (n *Node) LeaderID() int32      { return n.leader }
-func (n *Node) LogEnd() int64        { return int64(len(n.log)) }
+func (n *Node) LogEnd() int64        { return n.start + int64(len(n.log)) }
+func (n *Node) LogStart() int64      { return n.start }
 func (n *Node) FlushedEnd() int64    { return n.flushed }
 func (n *Node) HighWatermark() int64 { return n.hw }
 
@@ -240,33 +251,38 @@ func (n *Node) isVoter(id int32) bool    { _, ok := slices.BinarySearch(n.voters
 func (n *Node) others() []int32 {
 	return slices.DeleteFunc(slices.Clone(n.voters), func(v int32) bool { return v == n.cfg.ID })
 }
-func (n *Node) lastEpoch(end int64) int32 { return epochAt(n.log, end) }
+
+// lastEpoch is the epoch of the entry before end (start <= end <= LogEnd):
+// the snapshot's at the log start, 0 for an empty prefix.
+func (n *Node) lastEpoch(end int64) int32 {
+	if end <= n.start {
+		return n.startEpoch
+	}
+	return n.log[end-1-n.start].Epoch
+}
 
 // Entries returns the log entries in [from, to), clipped to the log.
 // Those below HighWatermark are committed.
 func (n *Node) Entries(from, to int64) []Entry {
-	from, to = max(from, 0), min(to, int64(len(n.log)))
+	from, to = max(from, n.start), min(to, n.LogEnd())
 	if from >= to {
 		return nil
 	}
-	return slices.Clone(n.log[from:to])
-}
-
-// epochAt is the epoch of the entry before end, 0 for an empty prefix.
-func epochAt(log []Entry, end int64) int32 {
-	if end <= 0 {
-		return 0
-	}
-	return log[end-1].Epoch
+	return slices.Clone(n.log[from-n.start : to-n.start])
 }
 
 // endOffsetForEpoch is ReplicatedLog.endOffsetForEpoch: the largest epoch
-// at or below epoch in log and the offset where it ends; (0, 0) if none.
-func endOffsetForEpoch(log []Entry, epoch int32) EpochEndOffset {
-	for i := len(log) - 1; i >= 0; i-- {
-		if log[i].Epoch <= epoch {
-			return EpochEndOffset{Epoch: log[i].Epoch, EndOffset: int64(i + 1)}
+// at or below epoch in the log and the offset where it ends; the
+// snapshot's epoch and end if the retained entries hold none; (0, 0) if
+// nothing does.
+func (n *Node) endOffsetForEpoch(epoch int32) EpochEndOffset {
+	for i := len(n.log) - 1; i >= 0; i-- {
+		if n.log[i].Epoch <= epoch {
+			return EpochEndOffset{Epoch: n.log[i].Epoch, EndOffset: n.start + int64(i+1)}
 		}
+	}
+	if n.start > 0 && n.startEpoch <= epoch {
+		return EpochEndOffset{Epoch: n.startEpoch, EndOffset: n.start}
 	}
 	return EpochEndOffset{}
 }
@@ -320,7 +336,7 @@ func (n *Node) persist() {
 func (n *Node) clearRoleState() {
 	n.backingOff, n.granted, n.rejected = false, nil, nil
 	n.fetchInFlight, n.hasFetched = false, false
-	n.leaderHW = -1
+	n.leaderHW, n.snapFetch = -1, nil
 	n.remotes, n.observers = nil, nil
 	// A held fetch is answered: this node no longer leads the epoch it was
 	// sent in (fetchPurgatory.completeAllExceptionally).
@@ -763,10 +779,14 @@ func (n *Node) Receive(from int32, msg Message, now env.Time) {
 	if from == n.cfg.ID {
 		return
 	}
-	if _, fetch := msg.(FetchRequest); !n.isVoter(from) && (!fetch || n.cfg.Observer) {
-		return // only an observer's Fetch comes from outside the voters
+	_, fetch := msg.(FetchRequest)
+	_, fetchSnap := msg.(FetchSnapshotRequest)
+	if !n.isVoter(from) && (!(fetch || fetchSnap) || n.cfg.Observer) {
+		return // only an observer's fetches come from outside the voters
 	}
-	if _, answer := msg.(FetchResponse); n.cfg.Observer && !answer {
+	_, answer := msg.(FetchResponse)
+	_, snapAnswer := msg.(FetchSnapshotResponse)
+	if n.cfg.Observer && !answer && !snapAnswer {
 		return // an observer is asked nothing
 	}
 	switch m := msg.(type) {
@@ -790,6 +810,10 @@ func (n *Node) Receive(from int32, msg Message, now env.Time) {
 		n.onFetch(from, m, now)
 	case FetchResponse:
 		n.onFetchResponse(from, m, now)
+	case FetchSnapshotRequest:
+		n.onFetchSnapshot(from, m, now)
+	case FetchSnapshotResponse:
+		n.onFetchSnapshotResponse(from, m, now)
 	default:
 		panic(fmt.Sprintf("raft: unknown message %T", msg))
 	}
@@ -940,6 +964,10 @@ func (n *Node) onFetch(from int32, m FetchRequest, now env.Time) {
 	r := n.remote(from)
 	r.lastFetch, r.acked = now, true
 	resp := n.fetchAnswer(from, m)
+	if resp.SnapshotID != nil {
+		n.send(from, resp) // a snapshot to fetch: never held
+		return
+	}
 	if len(resp.Records) == 0 && resp.DivergingEpoch == nil && m.MaxWait > 0 {
 		// Nothing to send: hold it until an append or MaxWait (the leader's
 		// fetchPurgatory, completed when the log end passes its offset).
@@ -958,7 +986,10 @@ func (n *Node) onFetch(from int32, m FetchRequest, now env.Time) {
 func (n *Node) fetchAnswer(from int32, m FetchRequest) FetchResponse {
 	r := n.remote(from)
 	resp := FetchResponse{LeaderEpoch: n.epoch, LeaderID: n.cfg.ID, FetchOffset: m.FetchOffset, LastFetchedEpoch: m.LastFetchedEpoch}
-	if e := endOffsetForEpoch(n.log, m.LastFetchedEpoch); m.FetchOffset > e.EndOffset || m.LastFetchedEpoch != e.Epoch {
+	if n.needsSnapshot(m.FetchOffset, m.LastFetchedEpoch) {
+		id := n.latest.ID
+		resp.SnapshotID = &id
+	} else if e := n.endOffsetForEpoch(m.LastFetchedEpoch); m.FetchOffset > e.EndOffset || m.LastFetchedEpoch != e.Epoch {
 		resp.DivergingEpoch = &e
 	} else {
 		r.end = m.FetchOffset
@@ -966,7 +997,7 @@ func (n *Node) fetchAnswer(from int32, m FetchRequest) FetchResponse {
 			r.caughtUp = n.now
 		}
 		n.maybeAdvanceHW()
-		recs := n.log[m.FetchOffset:]
+		recs := n.log[m.FetchOffset-n.start:]
 		if c := n.cfg.FetchMaxEntries; c > 0 && len(recs) > c {
 			recs = recs[:c]
 		}
@@ -1021,6 +1052,10 @@ func (n *Node) onFetchResponse(from int32, m FetchResponse, now env.Time) {
 		n.maybeFetch(now)
 		return
 	}
+	if id := m.SnapshotID; id != nil {
+		n.fetchSnapshot(*id, now) // the leader has dropped what we lack
+		return
+	}
 	recs := m.Records
 	if len(recs) > 0 && recs[0].Offset != n.LogEnd() {
 		return
@@ -1047,7 +1082,7 @@ func (n *Node) truncateToEndOffset(d EpochEndOffset) {
 	var to int64
 	if d.Epoch == 0 {
 		to = min(d.EndOffset, n.LogEnd())
-	} else if local := endOffsetForEpoch(n.log, d.Epoch); local.Epoch == d.Epoch {
+	} else if local := n.endOffsetForEpoch(d.Epoch); local.Epoch == d.Epoch {
 		to = min(local.EndOffset, d.EndOffset)
 	} else {
 		to = local.EndOffset
@@ -1058,7 +1093,14 @@ func (n *Node) truncateToEndOffset(d EpochEndOffset) {
 	if to < n.hw && n.violation == "" {
 		n.violation = fmt.Sprintf("truncation to %d below the high watermark %d (committed entries are never truncated)", to, n.hw)
 	}
-	n.log = n.log[:to]
+	if to < n.start {
+		// Below what this node snapshotted: committed, and never cut.
+		if n.violation == "" {
+			n.violation = fmt.Sprintf("truncation to %d below the log start %d", to, n.start)
+		}
+		return
+	}
+	n.log = n.log[:to-n.start]
 	n.flushed = min(n.flushed, to)
 	n.epochsChecked = min(n.epochsChecked, to)
 	n.emit(TruncateLog{To: to})
@@ -1067,7 +1109,14 @@ func (n *Node) truncateToEndOffset(d EpochEndOffset) {
 // maybeFetch sends the follower's next Fetch, if none is outstanding and
 // everything appended is flushed: its fetch offset is its flushed end.
 func (n *Node) maybeFetch(now env.Time) {
-	if n.role != Follower || n.fetchInFlight || n.fetchFrom() != n.LogEnd() {
+	if n.role != Follower || n.fetchInFlight {
+		return
+	}
+	if n.snapFetch != nil {
+		n.sendFetchSnapshot(now) // on with the snapshot being fetched
+		return
+	}
+	if n.fetchFrom() != n.LogEnd() {
 		return
 	}
 	n.sendFetch(n.leader, now)

@@ -65,9 +65,11 @@ func TestTranscripts(t *testing.T) {
 					return func(max time.Duration) time.Duration { return min(j, max-1) }
 				})
 				fetchMax := int(intArg(d, "fetch-max", 0))
+				snapMax := int(intArg(d, "snapshot-chunk", 0))
 				c = newCluster(n, func(id int32) raft.Config {
 					cfg := base(id)
 					cfg.FetchMaxEntries = fetchMax
+					cfg.FetchSnapshotMaxBytes = snapMax
 					return cfg
 				})
 				for i := range intArg(d, "observers", 0) {
@@ -116,6 +118,17 @@ func TestTranscripts(t *testing.T) {
 				} else {
 					fmt.Fprintf(&b, "offset %d\n", off)
 				}
+			case "snapshot":
+				// The node's state machine snapshots what its committed
+				// entries made: data at its high watermark (or at=).
+				var data string
+				d.ScanArgs(t, "data", &data)
+				id := int32(intArg(d, "node", 1))
+				n := c.nodes[id]
+				if err := n.Snapshot(intArg(d, "at", n.HighWatermark()), []byte(data)); err != nil {
+					fmt.Fprintf(&b, "error: %v\n", err)
+				}
+				c.apply(id)
 			case "flush":
 				for _, id := range nodes(d, c) {
 					c.flush(id)
