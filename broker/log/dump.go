@@ -12,15 +12,25 @@ import (
 // Dump is a replica's log as a tool reads it off the disk, as Kafka's
 // kafka-dump-log.sh does: every batch of every segment in offset order, up
 // to the first that does not parse or fails its checksum, and the
-// leader-epoch and high-watermark checkpoints. Reading changes nothing on
-// the disk, so the replica agreement check can look at brokers that are
-// still running.
+// leader-epoch, high-watermark and log-start-offset checkpoints. Reading
+// changes nothing on the disk, so the replica agreement check can look at
+// brokers that are still running.
+//
+// Batches are what the segment files hold, from the first segment's base
+// (which need not be 0), batches below the log start offset included, as
+// kafka-dump-log prints them: a log whose start moved holds batches that
+// are no longer served.
 type Dump struct {
 	Batches []DumpedBatch
 	// Epochs is the leader-epoch checkpoint (nil if there is none).
 	Epochs []EpochEntry
-	// HighWatermark is the checkpointed high watermark, -1 if none.
+	// HighWatermark is the checkpointed high watermark, -1 if none. It is
+	// the file as written: after the log start moved past it, it lies
+	// below LogStartOffset until the replica checkpoints again.
 	HighWatermark int64
+	// LogStartOffset is the log-start-offset checkpoint, -1 if none (the
+	// log then starts at its first segment's base, or 0).
+	LogStartOffset int64
 	// Stopped says why reading ended before a segment's end ("" when
 	// every segment was read to its end): a torn tail, a corrupt batch.
 	Stopped string
@@ -65,7 +75,7 @@ func ScanDump(d Files, topic string, partition int32) (Dump, error) {
 
 func readDump(d Files, topic string, partition int32, verify bool) (Dump, error) {
 	dir := Dir(topic, partition)
-	out := Dump{HighWatermark: -1}
+	out := Dump{HighWatermark: -1, LogStartOffset: -1}
 	next := int64(0)
 	for _, base := range segmentBases(d, dir) {
 		data, err := d.ReadFile(logName(dir, base))
@@ -123,9 +133,9 @@ func scanSegment(data []byte, pos int, next int64, verify bool, into []DumpedBat
 	return into, pos, next, nil
 }
 
-// readDumpCheckpoints fills the dump's leader epochs and high watermark
-// from their checkpoint files, leaving them unset where a file is missing
-// or does not parse.
+// readDumpCheckpoints fills the dump's leader epochs, high watermark and
+// log start offset from their checkpoint files, leaving them unset where a
+// file is missing or does not parse.
 func readDumpCheckpoints(d Files, dir string, out *Dump) {
 	if lines, ok, err := readCheckpoint(d, dir+"/"+epochCheckpointFile); err == nil && ok {
 		if c, err := parseEpochLines(lines); err == nil {
@@ -135,6 +145,11 @@ func readDumpCheckpoints(d Files, dir string, out *Dump) {
 	if lines, ok, err := readCheckpoint(d, dir+"/"+hwCheckpointFile); err == nil && ok && len(lines) == 1 {
 		if v, err := strconv.ParseInt(strings.TrimSpace(lines[0]), 10, 64); err == nil {
 			out.HighWatermark = v
+		}
+	}
+	if lines, ok, err := readCheckpoint(d, dir+"/"+logStartCheckpointFile); err == nil && ok && len(lines) == 1 {
+		if v, err := strconv.ParseInt(strings.TrimSpace(lines[0]), 10, 64); err == nil && v >= 0 {
+			out.LogStartOffset = v
 		}
 	}
 }

@@ -45,3 +45,45 @@ func TestADumpReadsTheLogAsAToolWouldAndStopsAtRot(t *testing.T) {
 	require.Empty(t, empty.Batches)
 	require.Equal(t, int64(-1), empty.HighWatermark)
 }
+
+// A log whose head was removed begins at a segment above 0: a dump reads
+// it from there, batches below the log start included (they are in the
+// segment that holds the start), and reports the start checkpoint; a log
+// emptied to start past its end has no batches and its new start.
+func TestADumpReadsALogWhoseStartMoved(t *testing.T) {
+	d := disk.New()
+	cfg := testConfig()
+	cfg.SegmentBytesMax = 200
+	l := mustOpen(t, d, cfg)
+	for range 6 {
+		appendLeader(t, l, vals("a", 2), 1)
+	}
+	bases := l.SegmentBaseOffsets()
+	require.GreaterOrEqual(t, len(bases), 3)
+	require.NoError(t, l.IncrementLogStartOffset(bases[1]+1))
+	_, err := l.DeleteSegmentsBelow(bases[1] + 1)
+	require.NoError(t, err)
+
+	var sc log.DumpScanner
+	for _, read := range []func() (log.Dump, error){
+		func() (log.Dump, error) { return log.ReadDump(d, "t", 0) },
+		func() (log.Dump, error) { return log.ScanDump(d.Onlooker(), "t", 0) },
+		func() (log.Dump, error) { dump, _, err := sc.Scan(d.Onlooker(), "t", 0); return dump, err },
+	} {
+		dump, err := read()
+		require.NoError(t, err)
+		require.Empty(t, dump.Stopped)
+		require.Equal(t, bases[1], dump.Batches[0].BaseOffset, "from the first segment that remains")
+		require.Equal(t, l.LogEndOffset()-1, dump.Batches[len(dump.Batches)-1].LastOffset)
+		require.Equal(t, bases[1]+1, dump.LogStartOffset)
+		require.Equal(t, []log.EpochEntry{{Epoch: 1, StartOffset: bases[1] + 1}}, dump.Epochs)
+	}
+
+	require.NoError(t, l.TruncateFullyAndStartAt(l.LogEndOffset()+10))
+	dump, unchanged, err := sc.Scan(d.Onlooker(), "t", 0)
+	require.NoError(t, err)
+	require.Empty(t, dump.Batches)
+	require.Zero(t, unchanged)
+	require.Equal(t, l.LogStartOffset(), dump.LogStartOffset)
+	require.Empty(t, dump.Epochs)
+}

@@ -19,9 +19,9 @@ type DumpScanner struct {
 	batches []DumpedBatch
 	segs    []scannedSegment
 	// The checkpoints as last read, and the versions they were read at.
-	checkpoints                  Dump
-	epochsAt, watermarkAt        uint64
-	haveEpochs, haveMarked, read bool
+	checkpoints                             Dump
+	epochsAt, watermarkAt, startAt          uint64
+	haveEpochs, haveMarked, haveStart, read bool
 }
 
 type scannedSegment struct {
@@ -38,10 +38,18 @@ type scannedSegment struct {
 // Scan returns the replica's log as ScanDump would now, and how many of its
 // leading batches are the ones the previous Scan returned, unchanged. The
 // dump's Batches are the scanner's own, valid until the next Scan.
+//
+// A log whose first segments were removed (retention, DeleteSegmentsBelow)
+// keeps the batches read from the segments that remain; none of its
+// leading batches is then unchanged.
 func (s *DumpScanner) Scan(d VersionedFiles, topic string, partition int32) (dump Dump, unchanged int, err error) {
 	dir := Dir(topic, partition)
-	dump = Dump{HighWatermark: -1}
+	dump = Dump{HighWatermark: -1, LogStartOffset: -1}
 	unchanged = -1 // not yet known: everything so far is as before
+	bases := segmentBases(d, dir)
+	if len(bases) > 0 && s.dropLeading(logName(dir, bases[0])) {
+		unchanged = 0
+	}
 	cut := func(at int) {
 		if unchanged < 0 {
 			unchanged = at
@@ -51,7 +59,7 @@ func (s *DumpScanner) Scan(d VersionedFiles, topic string, partition int32) (dum
 	next := int64(0)
 	segs := s.segs[:0:0]
 	prefix := true // every segment so far is the one scanned before
-	for i, base := range segmentBases(d, dir) {
+	for i, base := range bases {
 		name := logName(dir, base)
 		version, _ := d.Version(name)
 		data, rerr := d.ReadFile(name)
@@ -110,16 +118,48 @@ func (s *DumpScanner) Scan(d VersionedFiles, topic string, partition int32) (dum
 	return dump, unchanged, nil
 }
 
+// dropLeading forgets the segments scanned before the one named first, if
+// first was scanned but not first: the log lost its head. The batches of
+// the segments after stay; the loop in Scan checks their versions as
+// usual. A segment where reading stopped is not kept this way (it was
+// read against its predecessor's end, which is gone), and it reports
+// whether it dropped anything.
+func (s *DumpScanner) dropLeading(first string) bool {
+	for j := 1; j < len(s.segs); j++ {
+		if s.segs[j].name != first {
+			continue
+		}
+		if s.segs[j].stopped != nil {
+			return false
+		}
+		at := s.segs[j].first
+		s.batches = append(s.batches[:0], s.batches[at:]...)
+		s.segs = append(s.segs[:0], s.segs[j:]...)
+		for k := range s.segs {
+			s.segs[k].first -= at
+		}
+		// A fresh scan reads the first segment against offset 0; its
+		// batches, taken against a higher bound, pass that too.
+		s.segs[0].from = 0
+		return true
+	}
+	return false
+}
+
 // readCheckpoints is readDumpCheckpoints, parsing a checkpoint file again
 // only when its version moved (checkpoints are replaced, not appended, so
 // any rewrite gives a new version).
 func (s *DumpScanner) readCheckpoints(d VersionedFiles, dir string, out *Dump) {
 	ev, eok := d.Version(dir + "/" + epochCheckpointFile)
 	hv, hok := d.Version(dir + "/" + hwCheckpointFile)
-	if !s.read || eok != s.haveEpochs || ev != s.epochsAt || hok != s.haveMarked || hv != s.watermarkAt {
-		s.checkpoints = Dump{HighWatermark: -1}
+	sv, sok := d.Version(dir + "/" + logStartCheckpointFile)
+	if !s.read || eok != s.haveEpochs || ev != s.epochsAt || hok != s.haveMarked || hv != s.watermarkAt ||
+		sok != s.haveStart || sv != s.startAt {
+		s.checkpoints = Dump{HighWatermark: -1, LogStartOffset: -1}
 		readDumpCheckpoints(d, dir, &s.checkpoints)
 		s.epochsAt, s.haveEpochs, s.watermarkAt, s.haveMarked, s.read = ev, eok, hv, hok, true
+		s.startAt, s.haveStart = sv, sok
 	}
 	out.Epochs, out.HighWatermark = s.checkpoints.Epochs, s.checkpoints.HighWatermark
+	out.LogStartOffset = s.checkpoints.LogStartOffset
 }

@@ -90,6 +90,25 @@ func (c *epochCache) endOffsetFor(requested int32, logEnd int64) (int32, int64) 
 	return c.entries[higher-1].Epoch, c.entries[higher].StartOffset
 }
 
+// truncateFromStart is LeaderEpochFileCache.truncateFromStart, applied when
+// the log start offset moves to start: every entry starting at or below
+// start is removed and the last of them comes back starting at start, so
+// the epoch that held start still covers it (exclusive: an entry starting
+// at start stays as it is). It reports whether the cache changed.
+func (c *epochCache) truncateFromStart(start int64) bool {
+	n := 0
+	for n < len(c.entries) && c.entries[n].StartOffset <= start {
+		n++
+	}
+	if n == 0 || (n == 1 && c.entries[0].StartOffset == start) {
+		return false
+	}
+	kept := make([]EpochEntry, 0, len(c.entries)-n+1)
+	kept = append(kept, EpochEntry{Epoch: c.entries[n-1].Epoch, StartOffset: start})
+	c.entries = append(kept, c.entries[n:]...)
+	return true
+}
+
 func (c *epochCache) clone() epochCache {
 	return epochCache{entries: append([]EpochEntry(nil), c.entries...)}
 }

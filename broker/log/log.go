@@ -66,7 +66,9 @@ type RecoveryInfo struct {
 	Segments int // segments kept
 	Batches  int // batches kept
 	// TruncatedAt is the offset at which recovery cut the log (the next
-	// offset after the last good batch), or -1 if it kept everything.
+	// offset after the last good batch), or -1 if it kept everything. A
+	// log started afresh at its checkpointed start (see Open) was cut at
+	// its first segment's base: every segment went.
 	TruncatedAt int64
 	// BytesTruncated counts bytes cut from segments, dropped segments
 	// included.
@@ -95,10 +97,15 @@ type Log struct {
 	dir  string
 	name string // "<topic>-<partition>", for errors and invariants
 
-	segments      []*segment // contiguous; the last is the active one
-	logStart      int64
-	logEnd        int64
-	recoveryPoint int64 // offsets below it are known synced
+	segments []*segment // contiguous; the last is the active one
+	// logStart is the log start offset: the first segment's base, or past
+	// it once IncrementLogStartOffset moved it (the segments below it stay
+	// until DeleteSegmentsBelow removes them).
+	logStart int64
+	logEnd   int64
+	// recoveryPoint: offsets below it are known synced or lie below the
+	// log start.
+	recoveryPoint int64
 
 	epochs       epochCache
 	producers    producerState
@@ -107,8 +114,9 @@ type Log struct {
 }
 
 const (
-	epochCheckpointFile = "leader-epoch-checkpoint"
-	hwCheckpointFile    = "high-watermark-checkpoint"
+	epochCheckpointFile    = "leader-epoch-checkpoint"
+	hwCheckpointFile       = "high-watermark-checkpoint"
+	logStartCheckpointFile = "log-start-offset-checkpoint"
 )
 
 // Open opens (creating if needed) the log of cfg.Topic, cfg.Partition on d,
@@ -122,10 +130,16 @@ func Open(d env.Disk, cfg Config) (*Log, error) {
 	l := &Log{cfg: cfg, disk: d, dir: dir, name: dir, producers: newProducerState()}
 	l.recovery.TruncatedAt = -1
 
-	var bases []int64
+	checkpointedStart, haveStart, err := l.loadLogStartCheckpoint()
+	if err != nil {
+		return nil, err
+	}
+	var bases, sidecars []int64
 	for _, name := range d.List(dir + "/") {
 		if base, ok := parseSegmentName(dir, name); ok {
 			bases = append(bases, base) // List sorts; 20-digit names sort numerically
+		} else if base, ok := parseSidecarName(dir, name); ok {
+			sidecars = append(sidecars, base)
 		}
 	}
 	if len(bases) > 0 {
@@ -152,12 +166,49 @@ func Open(d env.Disk, cfg Config) (*Log, error) {
 			break
 		}
 	}
+	// Kafka's LogLoader: a log start offset checkpoint past the recovered
+	// log end (the batches below it were deleted, then a power loss took
+	// the unsynced tail) starts the log afresh there, with no segments and
+	// no epochs (deleteSegmentsIfLogStartGreaterThanLogEnd); otherwise the
+	// log starts at the larger of the checkpoint and the first segment's
+	// base.
+	afresh := false
+	if haveStart && len(l.segments) > 0 {
+		if end := l.segments[len(l.segments)-1].nextOffset(); end < checkpointedStart {
+			reason := fmt.Sprintf("log start offset checkpoint %d is past the recovered log end %d: the log starts afresh there", checkpointedStart, end)
+			if l.recovery.Reason != "" {
+				reason = l.recovery.Reason + "; then " + reason
+			}
+			l.recovery.TruncatedAt = -1
+			segBases := make([]int64, len(l.segments))
+			for i, s := range l.segments {
+				segBases[i] = s.base
+			}
+			if err := l.dropSegments(segBases, reason); err != nil {
+				return nil, err
+			}
+			l.segments, afresh = nil, true
+		}
+	}
+	if haveStart && (len(l.segments) == 0 || checkpointedStart > l.logStart) {
+		l.logStart = checkpointedStart
+	}
 	if len(l.segments) == 0 {
 		s, err := l.freshSegment(l.logStart)
 		if err != nil {
 			return nil, err
 		}
 		l.segments = []*segment{s}
+	}
+	// Header checksums and transaction indexes below the first segment are
+	// what a crash left of a segment DeleteSegmentsBelow was removing (its
+	// .log goes first).
+	for _, base := range sidecars {
+		if base < l.segments[0].base {
+			if err := l.removeSidecars(base); err != nil {
+				return nil, err
+			}
+		}
 	}
 	l.logEnd = l.active().nextOffset()
 	l.recoveryPoint = l.logStart // unknown: a crash keeps unsynced bytes
@@ -166,7 +217,7 @@ func Open(d env.Disk, cfg Config) (*Log, error) {
 	}
 	l.recovery.Segments = len(l.segments)
 
-	if err := l.recoverEpochs(); err != nil {
+	if err := l.recoverEpochs(afresh); err != nil {
 		return nil, err
 	}
 	l.rebuildProducerState()
@@ -288,6 +339,17 @@ func (l *Log) dropSegments(bases []int64, reason string) error {
 	return nil
 }
 
+// removeSidecars removes a segment's header checksums and transaction
+// index.
+func (l *Log) removeSidecars(base int64) error {
+	for _, name := range []string{hdrName(l.dir, base), txnIdxName(l.dir, base)} {
+		if err := l.disk.Remove(name); err != nil {
+			return l.storageErr("remove "+name, err)
+		}
+	}
+	return nil
+}
+
 func (l *Log) removeSegmentFiles(base int64) error {
 	// The .log goes last: a crash midway leaves a segment without its
 	// header checksums, which recovery cuts, never checksums without a
@@ -302,9 +364,14 @@ func (l *Log) removeSegmentFiles(base int64) error {
 
 // recoverEpochs loads the epoch checkpoint and brings it in line with the
 // batches: Kafka's assign for each batch's leader epoch, then removal of
-// entries at or past the log end. The checkpoint is rewritten if that
-// changed it.
-func (l *Log) recoverEpochs() error {
+// entries at or past the log end, then the truncation from the log start
+// (LogLoader.load's truncateFromStartAsyncFlush: the checkpoint may predate
+// the last move of the start). A log started afresh has no epochs
+// (clearAndFlush). As in Kafka, an entry starting at the log end goes even
+// when it is the one the start collapsed into: the batches below the start,
+// if the segments still hold any, name that epoch again. The checkpoint is
+// rewritten if that changed it.
+func (l *Log) recoverEpochs(afresh bool) error {
 	name := l.dir + "/" + epochCheckpointFile
 	lines, ok, err := readCheckpoint(l.disk, name)
 	if err != nil && errors.Is(err, env.ErrIO) {
@@ -325,6 +392,9 @@ func (l *Log) recoverEpochs() error {
 		}
 	}
 	l.epochs = loaded.clone()
+	if afresh {
+		l.epochs = epochCache{}
+	}
 	for _, s := range l.segments {
 		for i := range s.batches {
 			if e := s.batches[i].leaderEpoch; e >= 0 {
@@ -333,6 +403,7 @@ func (l *Log) recoverEpochs() error {
 		}
 	}
 	l.epochs.truncateFromEnd(l.logEnd)
+	l.epochs.truncateFromStart(l.logStart)
 	l.epochs.assertMonotonic(l.name)
 	if (ok && !l.epochs.equal(loaded)) || (!ok && len(l.epochs.entries) > 0) {
 		return l.writeEpochCheckpoint()
@@ -393,9 +464,13 @@ func (l *Log) indexProducerState(e *batchEntry) (AbortedTxn, bool) {
 }
 
 // txnIndexBytes is the .txnindex content a segment should have.
-func (l *Log) txnIndexBytes(s *segment) []byte {
+func (l *Log) txnIndexBytes(s *segment) []byte { return txnIndexEntries(l.producers.aborted, s) }
+
+// txnIndexEntries is the .txnindex content of the aborted transactions
+// whose markers lie in s.
+func txnIndexEntries(aborted []AbortedTxn, s *segment) []byte {
 	var b []byte
-	for _, t := range l.producers.aborted {
+	for _, t := range aborted {
 		if t.LastOffset >= s.base && t.LastOffset < s.nextOffset() {
 			b = appendTxnEntry(b, t)
 		}
@@ -437,6 +512,39 @@ func (l *Log) rewriteTxnIndex(s *segment) error {
 	return nil
 }
 
+// loadLogStartCheckpoint reads the log start offset checkpoint: ok is
+// false when there is none or it is unreadable (then noted in Recovery).
+func (l *Log) loadLogStartCheckpoint() (start int64, ok bool, err error) {
+	name := l.dir + "/" + logStartCheckpointFile
+	lines, ok, err := readCheckpoint(l.disk, name)
+	if err != nil && errors.Is(err, env.ErrIO) {
+		return 0, false, l.storageErr("read "+name, err)
+	}
+	if err != nil {
+		l.recovery.CheckpointErrors = append(l.recovery.CheckpointErrors, err.Error())
+		return 0, false, nil
+	}
+	if !ok {
+		return 0, false, nil
+	}
+	v, perr := strconv.ParseInt(strings.TrimSpace(strings.Join(lines, "")), 10, 64)
+	if len(lines) != 1 || perr != nil || v < 0 {
+		l.recovery.CheckpointErrors = append(l.recovery.CheckpointErrors, name+": bad entry")
+		return 0, false, nil
+	}
+	return v, true, nil
+}
+
+// writeLogStartCheckpoint durably replaces the log start offset checkpoint
+// (Kafka's log-start-offset-checkpoint, one per partition here).
+func (l *Log) writeLogStartCheckpoint(start int64) error {
+	name := l.dir + "/" + logStartCheckpointFile
+	if err := writeCheckpoint(l.disk, name, []string{strconv.FormatInt(start, 10)}); err != nil {
+		return l.storageErr("write "+name, err)
+	}
+	return nil
+}
+
 func (l *Log) loadHighWatermark() error {
 	name := l.dir + "/" + hwCheckpointFile
 	lines, ok, err := readCheckpoint(l.disk, name)
@@ -471,7 +579,11 @@ func (l *Log) Name() string { return l.name }
 // LogEndOffset is the offset the next record will get.
 func (l *Log) LogEndOffset() int64 { return l.logEnd }
 
-// LogStartOffset is the first offset in the log.
+// LogStartOffset is the log start offset: the first offset a read may ask
+// for. It is the first segment's base unless IncrementLogStartOffset or
+// TruncateFullyAndStartAt moved it (Open restores it from its checkpoint);
+// batches below it may remain in the first segments until
+// DeleteSegmentsBelow removes them, and are never served.
 func (l *Log) LogStartOffset() int64 { return l.logStart }
 
 // UnflushedMessages counts offsets appended since the last successful sync
@@ -479,7 +591,8 @@ func (l *Log) LogStartOffset() int64 { return l.logStart }
 // page cache and Open cannot tell which are durable).
 func (l *Log) UnflushedMessages() int64 { return l.logEnd - l.recoveryPoint }
 
-// RecoveryPoint is the offset below which the log is known to be synced.
+// RecoveryPoint is the offset below which the log is known to be synced
+// (or lies below the log start, which a power loss cannot bring back).
 func (l *Log) RecoveryPoint() int64 { return l.recoveryPoint }
 
 // Recovery reports what Open found and did.
@@ -948,6 +1061,13 @@ func (l *Log) segmentFor(offset int64) int {
 // entries at or past the new end; producer state, transactions and the
 // aborted index are rebuilt. It returns the new log end. After an I/O error
 // the disk may be partly truncated: reopen the log.
+//
+// The offset may not be below the log start. When the batch holding it
+// begins below the log start (the start was moved into that batch), no
+// batch at or past the start survives: the log is truncated fully and
+// starts again at its log start, as UnifiedLog.truncateTo does when the
+// target lies before the log (TruncateFullyAndStartAt; the start does not
+// go back).
 func (l *Log) TruncateTo(offset int64) (int64, error) {
 	if !(offset >= l.logStart) {
 		fail("%s: truncation to %d below log start %d", l.name, offset, l.logStart)
@@ -958,7 +1078,11 @@ func (l *Log) TruncateTo(offset int64) (int64, error) {
 		// appended. That entry disagrees with the new leader, and while it
 		// stays the leader reports the same divergence on every fetch.
 		// Kafka's UnifiedLog.truncateTo drops it too.
-		if l.epochs.truncateFromEnd(l.logEnd) {
+		changed := l.epochs.truncateFromEnd(l.logEnd)
+		if l.restoreStartEpoch() {
+			changed = true
+		}
+		if changed {
 			if err := l.writeEpochCheckpoint(); err != nil {
 				return l.logEnd, err
 			}
@@ -972,6 +1096,12 @@ func (l *Log) TruncateTo(offset int64) (int64, error) {
 		fail("%s: no batch holds offset %d below log end %d", l.name, offset, l.logEnd)
 	}
 	newEnd := seg.batches[k].base
+	if newEnd < l.logStart {
+		if err := l.TruncateFullyAndStartAt(l.logStart); err != nil {
+			return l.logEnd, err
+		}
+		return l.logEnd, nil
+	}
 	pos := seg.batches[k].position
 
 	// Drop later segments, last first, then cut the one holding offset.
@@ -992,7 +1122,11 @@ func (l *Log) TruncateTo(offset int64) (int64, error) {
 	l.logEnd = newEnd
 	l.recoveryPoint = min(l.recoveryPoint, newEnd)
 
-	if l.epochs.truncateFromEnd(newEnd) {
+	changed := l.epochs.truncateFromEnd(newEnd)
+	if l.restoreStartEpoch() {
+		changed = true
+	}
+	if changed {
 		if err := l.writeEpochCheckpoint(); err != nil {
 			return l.logEnd, err
 		}
@@ -1006,6 +1140,36 @@ func (l *Log) TruncateTo(offset int64) (int64, error) {
 	}
 	l.checkInvariants()
 	return l.logEnd, nil
+}
+
+// restoreStartEpoch gives a log whose start was moved above its first
+// segment's base an epoch entry at the start again when a truncation from
+// the end left none at or below it: the epoch of the last batch at or
+// below the start, as Open derives it from the batches (an entry at the
+// log end is dropped by the truncation even when it names the epoch of the
+// batches below the start). It reports whether the cache changed.
+func (l *Log) restoreStartEpoch() bool {
+	if !(l.logStart > l.segments[0].base) {
+		return false
+	}
+	if len(l.epochs.entries) > 0 && l.epochs.entries[0].StartOffset <= l.logStart {
+		return false
+	}
+	for si := l.segmentFor(l.logStart); si >= 0; si-- {
+		s := l.segments[si]
+		for k := min(s.find(l.logStart), len(s.batches)-1); k >= 0; k-- {
+			e := &s.batches[k]
+			if e.base > l.logStart || e.leaderEpoch < 0 {
+				continue
+			}
+			if len(l.epochs.entries) > 0 && !(e.leaderEpoch < l.epochs.entries[0].Epoch) {
+				return false
+			}
+			l.epochs.entries = append([]EpochEntry{{Epoch: e.leaderEpoch, StartOffset: l.logStart}}, l.epochs.entries...)
+			return true
+		}
+	}
+	return false
 }
 
 // AssignEpoch records that leader epoch epoch starts at the log end, as a
@@ -1063,7 +1227,9 @@ func (l *Log) CheckpointHighWatermark(hw int64) error {
 
 // HighWatermarkCheckpoint is the last checkpointed high watermark: as read
 // by Open (clamped into the recovered log; the log start if there was none
-// or it was unreadable) or as last written.
+// or it was unreadable) or as last written, raised to the log start when
+// the start moved past it (the file keeps its value until the next
+// CheckpointHighWatermark; Open clamps it the same way).
 func (l *Log) HighWatermarkCheckpoint() int64 { return l.hwCheckpoint }
 
 // LastStableOffset is the LSO for the high watermark hw: the first offset
@@ -1078,7 +1244,7 @@ func (l *Log) LastStableOffset(hw int64) int64 {
 		lso = min(lso, fu)
 	}
 	if hw == l.logEnd {
-		return lso
+		return max(lso, l.logStart)
 	}
 	for si := l.segmentFor(hw); si < len(l.segments); si++ {
 		s := l.segments[si]
@@ -1088,12 +1254,21 @@ func (l *Log) LastStableOffset(hw int64) int64 {
 			}
 		}
 	}
-	return lso
+	// A transaction that began below the log start holds the LSO at the
+	// start (UnifiedLog.maybeIncrementFirstUnstableOffset).
+	return max(lso, l.logStart)
 }
 
 // FirstUnstableOffset is the first offset of the earliest open
-// transaction, if any.
-func (l *Log) FirstUnstableOffset() (int64, bool) { return l.producers.firstUnstableOffset() }
+// transaction, if any, and the log start if that transaction began below
+// it (UnifiedLog.maybeIncrementFirstUnstableOffset).
+func (l *Log) FirstUnstableOffset() (int64, bool) {
+	fu, ok := l.producers.firstUnstableOffset()
+	if !ok {
+		return 0, false
+	}
+	return max(fu, l.logStart), true
+}
 
 // AbortedTransactions returns the aborted transactions that overlap the
 // fetch range [from, to) — their markers at or after from, their first
@@ -1133,8 +1308,8 @@ func (l *Log) checkInvariants() {
 	if !(len(l.segments) > 0) {
 		fail("%s: no segments", l.name)
 	}
-	if !(l.segments[0].base == l.logStart) {
-		fail("%s: first segment %d, log start %d", l.name, l.segments[0].base, l.logStart)
+	if !(l.segments[0].base <= l.logStart && l.logStart <= l.logEnd) {
+		fail("%s: log start %d outside [first segment %d, log end %d]", l.name, l.logStart, l.segments[0].base, l.logEnd)
 	}
 	a := l.active()
 	if !(a.nextOffset() == l.logEnd) {
@@ -1157,14 +1332,19 @@ func (l *Log) checkInvariants() {
 		if !(e.StartOffset <= l.logEnd) {
 			fail("%s: epoch %d starts at %d past log end %d", l.name, e.Epoch, e.StartOffset, l.logEnd)
 		}
+		if first := l.epochs.entries[0]; !(first.StartOffset >= l.logStart) {
+			fail("%s: epoch %d starts at %d below log start %d", l.name, first.Epoch, first.StartOffset, l.logStart)
+		}
 	}
 	if fu, ok := l.producers.firstUnstableOffset(); ok {
-		if !(fu >= l.logStart && fu < l.logEnd) {
+		// Open transactions are known from the batches the segments hold,
+		// which may begin below the log start.
+		if !(fu >= l.segments[0].base && fu < l.logEnd) {
 			fail("%s: open transaction at %d outside the log", l.name, fu)
 		}
 	}
-	if !(l.hwCheckpoint <= l.logEnd) {
-		fail("%s: checkpointed high watermark %d past log end %d", l.name, l.hwCheckpoint, l.logEnd)
+	if !(l.hwCheckpoint >= l.logStart && l.hwCheckpoint <= l.logEnd) {
+		fail("%s: checkpointed high watermark %d outside the log [%d, %d]", l.name, l.hwCheckpoint, l.logStart, l.logEnd)
 	}
 }
 
@@ -1174,7 +1354,7 @@ func (l *Log) checkInvariants() {
 // number of batches; tests and the simulator's slow checks call it.
 func (l *Log) CheckConsistency() {
 	l.checkInvariants()
-	next := l.logStart
+	next := l.segments[0].base
 	for i, s := range l.segments {
 		if !(s.base == next) {
 			fail("%s: segment %d starts at %d, previous ended at %d", l.name, i, s.base, next)

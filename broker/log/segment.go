@@ -123,11 +123,24 @@ func txnIdxName(dir string, base int64) string { return segmentPrefix(dir, base)
 
 // parseSegmentName returns the base offset of a "<dir>/<20 digits>.log".
 func parseSegmentName(dir, name string) (int64, bool) {
+	return parseSegmentFile(dir, name, ".log")
+}
+
+// parseSidecarName returns the base offset of a segment's ".hdrcrc" or
+// ".txnindex".
+func parseSidecarName(dir, name string) (int64, bool) {
+	if base, ok := parseSegmentFile(dir, name, ".hdrcrc"); ok {
+		return base, true
+	}
+	return parseSegmentFile(dir, name, ".txnindex")
+}
+
+func parseSegmentFile(dir, name, suffix string) (int64, bool) {
 	rest, ok := strings.CutPrefix(name, dir+"/")
 	if !ok {
 		return 0, false
 	}
-	digits, ok := strings.CutSuffix(rest, ".log")
+	digits, ok := strings.CutSuffix(rest, suffix)
 	if !ok || len(digits) != segmentNameDigits {
 		return 0, false
 	}
