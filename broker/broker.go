@@ -7,6 +7,7 @@ import (
 
 	"github.com/kafkasim/kafkasim/broker/config"
 	"github.com/kafkasim/kafkasim/broker/metadata"
+	"github.com/kafkasim/kafkasim/broker/metalog"
 	"github.com/kafkasim/kafkasim/broker/quorum"
 	"github.com/kafkasim/kafkasim/broker/replica"
 	"github.com/kafkasim/kafkasim/broker/rpc"
@@ -49,15 +50,13 @@ type Broker struct {
 	beating    bool
 	unfencedAt int64 // the broker epoch it was last unfenced in, -1 if none
 	// The metadata log (metadata_log.go): the broker observes the quorum
-	// and applies every committed entry to st; image is what st made at
-	// the last publish.
+	// and meta applies every committed entry; image is what meta's state
+	// made at the last publish.
 	quorum     *quorum.Voter
-	st         *metadata.State
-	applied    int64 // offset of the last entry applied, -1 before the first
+	meta       *metalog.Loader
 	published  int64 // offset of the last entry in the published image, -1 before the first
 	catchingUp bool  // the log not yet applied up to the leader's high watermark this life
 	installed  bool  // the controller said the registration is caught up: publishing
-	chain      quorum.Chain
 
 	image      *metadata.Image
 	partitions map[metadata.TopicPartition]*partition
@@ -193,7 +192,7 @@ func (b *Broker) sendHeartbeat() {
 	// the entry that registered this incarnation; the broker asks to be
 	// unfenced only once it has published since (BrokerLifecycleManager's
 	// readyToUnfence).
-	req.CurrentMetadataOffset = b.applied
+	req.CurrentMetadataOffset = b.meta.Applied
 	req.WantFence = !b.readyToUnfence()
 	epoch := b.brokerEpoch
 	b.beating = true

@@ -89,8 +89,11 @@ type quorumCluster struct {
 }
 
 func newQuorumCluster(t *testing.T, seed uint64) *quorumCluster {
+	return newQuorumClusterWith(t, seed, config.Default())
+}
+
+func newQuorumClusterWith(t *testing.T, seed uint64, cfg config.Cluster) *quorumCluster {
 	w := sim.New(sim.Options{Seed: seed})
-	cfg := config.Default()
 	voters := map[int32]string{}
 	q := &quorumCluster{w: w}
 	for i := range 3 {
@@ -361,4 +364,69 @@ func (q *quorumCluster) createTopic(t *testing.T, topic string, partitions int32
 		require.NoError(t, q.w.RunFor(500*time.Millisecond))
 	}
 	t.Fatalf("topic %s not created in 20 asks", topic)
+}
+
+// A controller and a broker that were down while the metadata log grew
+// come back behind the leader's log start: the others snapshotted and
+// dropped what they had (metadata.log.max.record.bytes.between.snapshots,
+// 300 bytes here). Each is sent the leader's snapshot id, fetches the
+// snapshot (FetchSnapshot), installs it and fetches on; both end with the
+// whole metadata — every registration and topic — applied as the active
+// controller has it, and the broker is back in the ISRs.
+func TestAControllerAndABrokerBehindTheLogStartCatchUpFromASnapshot(t *testing.T) {
+	cfg := config.Default()
+	cfg.MetadataLogMaxRecordBytesBetweenSnapshots = 300
+	q := newQuorumClusterWith(t, 12, cfg)
+	q.createTopic(t, "orders", 3)
+	ctlName := ""
+	for _, n := range q.ctls {
+		if n != q.activeName() {
+			ctlName = n
+			break
+		}
+	}
+	ctl := func() *controller.Controller { c, _ := q.w.Node(ctlName).Process().(*controller.Controller); return c }
+	brk := func() *broker.Broker { b, _ := q.w.Node(q.brokers[2]).Process().(*broker.Broker); return b }
+	ctlEnd, brkEnd := ctl().Applied().End(), brk().MetadataApplied().End()
+	q.w.Node(ctlName).Crash()
+	q.w.Node(q.brokers[2]).Crash()
+	for i := range 6 {
+		q.createTopic(t, fmt.Sprintf("more-%d", i), 3)
+	}
+	require.Greater(t, q.active().LogStart(), max(ctlEnd, brkEnd), "the active controller's log starts past what the two hold")
+
+	q.w.Node(ctlName).Start()
+	q.w.Node(q.brokers[2]).Start()
+	caughtUp := func() bool {
+		a, c, b := q.active(), ctl(), brk()
+		if a == nil || c == nil || b == nil {
+			return false
+		}
+		if b.Image() == nil {
+			return false
+		}
+		_, published := b.Image().Partition(metadata.TopicPartition{Topic: "more-5", Partition: 0})
+		return c.Applied().End() == a.Applied().End() && b.MetadataApplied().End() == a.Applied().End() && published
+	}
+	ok, err := q.w.RunWhile(func() bool { return !caughtUp() }, 60*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok, "both caught up with the active controller, the broker publishing again")
+	require.Positive(t, ctl().LogStart(), "the controller started its log at a snapshot")
+	require.Positive(t, brk().MetadataLogStart(), "the broker started its log at a snapshot")
+	last, _ := q.active().Applied().At(q.active().Applied().End() - 1)
+	for _, chain := range []interface{ At(int64) (uint64, bool) }{ctl().Applied(), brk().MetadataApplied()} {
+		d, ok := chain.At(q.active().Applied().End() - 1)
+		require.True(t, ok)
+		require.Equal(t, last, d, "the same metadata, entry for entry")
+	}
+	for i := range 6 {
+		_, ok := ctl().Partition(metadata.TopicPartition{Topic: fmt.Sprintf("more-%d", i), Partition: 0})
+		require.True(t, ok, "the controller has topic more-%d", i)
+		_, ok = brk().Image().Partition(metadata.TopicPartition{Topic: fmt.Sprintf("more-%d", i), Partition: 0})
+		require.True(t, ok, "the broker has topic more-%d", i)
+	}
+	tp := metadata.TopicPartition{Topic: "more-5", Partition: 0}
+	ok, err = q.w.RunWhile(func() bool { p, _ := q.active().Partition(tp); return !p.InISR(2) }, 60*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok, "the broker follows again: back in the ISR of %v", tp)
 }

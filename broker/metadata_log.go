@@ -3,7 +3,7 @@ package broker
 import (
 	"fmt"
 
-	"github.com/kafkasim/kafkasim/broker/metadata"
+	"github.com/kafkasim/kafkasim/broker/metalog"
 	"github.com/kafkasim/kafkasim/broker/quorum"
 	"github.com/kafkasim/kafkasim/broker/raft"
 )
@@ -33,7 +33,8 @@ import (
 
 // followMetadataLog starts the broker's observer; false if it halted.
 func (b *Broker) followMetadataLog() bool {
-	b.st, b.applied, b.published, b.catchingUp, b.installed, b.chain = metadata.NewState(), -1, -1, true, false, quorum.Chain{}
+	b.meta = metalog.New(b.cfg.MetadataLogMaxRecordBytesBetweenSnapshots)
+	b.published, b.catchingUp, b.installed = -1, true, false
 	q, err := quorum.Start(b.e, b.rt, quorum.Config{
 		ID:          b.opts.ID,
 		Voters:      b.opts.Controllers,
@@ -41,7 +42,8 @@ func (b *Broker) followMetadataLog() bool {
 		ClientID:    fmt.Sprintf("broker-%d-metadata", b.opts.ID),
 		NoFsync:     !b.cfg.MetadataLogFsync,
 		OnCommitted: b.committedMetadata,
-		OnApplied:   b.publishMetadata,
+		OnApplied:   b.appliedMetadata,
+		OnSnapshot:  b.loadMetadataSnapshot,
 	})
 	if err != nil {
 		b.e.Halt(fmt.Sprintf("broker %d: %v", b.opts.ID, err))
@@ -53,19 +55,30 @@ func (b *Broker) followMetadataLog() bool {
 
 // committedMetadata applies one committed entry of the metadata log.
 func (b *Broker) committedMetadata(en raft.Entry) {
-	b.chain.Extend(en)
-	b.applied = en.Offset
-	if en.LeaderChange {
-		b.st.Epoch = en.Epoch // the active controller's epoch from here on
+	if err := b.meta.Apply(en); err != nil {
+		b.e.Halt(fmt.Sprintf("broker %d: %v", b.opts.ID, err))
+	}
+}
+
+// loadMetadataSnapshot resets the metadata to a snapshot (the latest on
+// disk at a start, or the leader's when this broker fell behind its log
+// start) and publishes it if the broker publishes.
+func (b *Broker) loadMetadataSnapshot(s raft.Snapshot) {
+	if err := b.meta.Load(s); err != nil {
+		b.e.Halt(fmt.Sprintf("broker %d: %v", b.opts.ID, err))
 		return
 	}
-	rs, err := metadata.DecodeRecords(en.Data)
-	if err != nil {
-		b.e.Halt(fmt.Sprintf("broker %d: metadata entry %d: %v", b.opts.ID, en.Offset, err))
-		return
+	if b.quorum != nil {
+		b.publishMetadata()
 	}
-	for _, r := range rs {
-		b.st.Apply(r)
+}
+
+// appliedMetadata publishes what a step committed, and snapshots it when
+// due (Kafka's brokers generate snapshots too).
+func (b *Broker) appliedMetadata() {
+	b.publishMetadata()
+	if err := b.meta.MaybeSnapshot(b.quorum); err != nil {
+		b.e.Halt(fmt.Sprintf("broker %d: %v", b.opts.ID, err))
 	}
 }
 
@@ -78,20 +91,20 @@ func (b *Broker) committedMetadata(en raft.Entry) {
 func (b *Broker) publishMetadata() {
 	if b.catchingUp {
 		hw, ok := b.quorum.LeaderHighWatermark()
-		if !ok || b.applied+1 < hw {
+		if !ok || b.meta.Applied+1 < hw {
 			return
 		}
 		b.catchingUp = false
-		b.e.Log("metadata-caught-up", "offset", b.applied)
+		b.e.Log("metadata-caught-up", "offset", b.meta.Applied)
 	}
 	if !b.installed {
 		return
 	}
-	if b.published == b.applied {
+	if b.published == b.meta.Applied {
 		return
 	}
-	b.published = b.applied
-	img := b.st.Image()
+	b.published = b.meta.Applied
+	img := b.meta.St.Image()
 	b.image = img
 	for _, name := range img.TopicNames() {
 		for _, ps := range img.Topics[name].Partitions {
@@ -122,10 +135,24 @@ func (b *Broker) metadataCaughtUp() {
 		return
 	}
 	b.installed = true
-	b.e.Log("metadata-publishing", "offset", b.applied)
+	b.e.Log("metadata-publishing", "offset", b.meta.Applied)
 	b.publishMetadata()
+}
+
+// MetadataLogStart is the first offset the broker's copy of the metadata
+// log holds (above 0 once a snapshot covers what came before).
+func (b *Broker) MetadataLogStart() int64 {
+	if b.quorum == nil {
+		return 0
+	}
+	return b.quorum.LogStart()
 }
 
 // MetadataApplied is the digest chain of the metadata entries this broker
 // has applied (quorum.Chain), for the harness's agreement check. Read only.
-func (b *Broker) MetadataApplied() []uint64 { return b.chain.Digests() }
+func (b *Broker) MetadataApplied() *quorum.Chain {
+	if b.meta == nil {
+		return &quorum.Chain{}
+	}
+	return &b.meta.Chain
+}

@@ -35,7 +35,7 @@ func TestARestartedBrokerActsOnNoMetadataUntilItIsRegisteredAndCaughtUp(t *testi
 	}
 	back := func() bool {
 		b := c.broker(leader)
-		return b != nil && !ctl().Fenced(int32(leader)) && len(b.MetadataApplied()) == len(ctl().Applied())
+		return b != nil && !ctl().Fenced(int32(leader)) && b.MetadataApplied().End() == ctl().Applied().End()
 	}
 	ok, err := c.w.RunWhile(func() bool {
 		if b := c.broker(leader); b != nil && b.Leads(tp) {

@@ -7,6 +7,7 @@ import (
 	"github.com/kafkasim/kafkasim/broker"
 	"github.com/kafkasim/kafkasim/broker/controller"
 	"github.com/kafkasim/kafkasim/broker/metadata"
+	"github.com/kafkasim/kafkasim/broker/quorum"
 	"github.com/kafkasim/kafkasim/internal/invariant"
 )
 
@@ -24,18 +25,20 @@ func (c *cluster) checkControllersAgree() {
 	if !c.cfg.MetadataLogFsync {
 		return
 	}
-	var longest []uint64
+	var longest *quorum.Chain
 	longestName := ""
-	agree := func(name string, chain []uint64) {
-		n := min(len(chain), len(longest))
-		if n > 0 && chain[n-1] != longest[n-1] {
-			i := 0
-			for i < n && chain[i] == longest[i] {
-				i++
+	agree := func(name string, chain *quorum.Chain) {
+		if longest != nil {
+			// Compare at the last offset both reach; a chain that
+			// started from a snapshot past it holds no digest there.
+			at := min(chain.End(), longest.End()) - 1
+			a, okA := chain.At(at)
+			b, okB := longest.At(at)
+			if okA && okB && a != b {
+				invariant.Fail("cluster", "%s and %s applied different metadata entries at or before offset %d", longestName, name, at)
 			}
-			invariant.Fail("cluster", "%s and %s applied different metadata entries at offset %d", longestName, name, i)
 		}
-		if len(chain) > len(longest) {
+		if longest == nil || chain.End() > longest.End() {
 			longest, longestName = chain, name
 		}
 	}

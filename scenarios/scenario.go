@@ -65,19 +65,22 @@ type Scenario struct {
 type Cluster struct {
 	// Controllers is how many controllers the metadata quorum has: 1, 3
 	// or 5 voters, of which the leader is the active controller.
-	Controllers                      int    `json:"controllers"`
-	MetadataLogFsync                 bool   `json:"metadata.log.fsync"`
-	Brokers                          int    `json:"brokers"`
-	ReplicationFactor                int    `json:"replication.factor"`
-	MinInsyncReplicas                int    `json:"min.insync.replicas"`
-	UncleanLeaderElectionEnable      bool   `json:"unclean.leader.election.enable"`
-	LogFlushIntervalMessages         *int64 `json:"log.flush.interval.messages"`
-	KIP101LeaderEpochTruncation      bool   `json:"kip101.leader.epoch.truncation"`
-	KIP320FetchEpochValidation       bool   `json:"kip320.fetch.epoch.validation"`
-	TransactionPartitionVerification bool   `json:"transaction.partition.verification.enable"`
-	KIP890EpochBumpPerTransaction    bool   `json:"kip890.epoch.bump.per.transaction"`
-	Partitions                       int    `json:"partitions"`
-	ReplicaLagTimeMaxMs              int    `json:"replica.lag.time.max.ms"`
+	Controllers      int  `json:"controllers"`
+	MetadataLogFsync bool `json:"metadata.log.fsync"`
+	// MetadataLogMaxRecordBytesBetweenSnapshots is
+	// metadata.log.max.record.bytes.between.snapshots (Kafka: 20 MiB).
+	MetadataLogMaxRecordBytesBetweenSnapshots int64  `json:"metadata.log.max.record.bytes.between.snapshots"`
+	Brokers                                   int    `json:"brokers"`
+	ReplicationFactor                         int    `json:"replication.factor"`
+	MinInsyncReplicas                         int    `json:"min.insync.replicas"`
+	UncleanLeaderElectionEnable               bool   `json:"unclean.leader.election.enable"`
+	LogFlushIntervalMessages                  *int64 `json:"log.flush.interval.messages"`
+	KIP101LeaderEpochTruncation               bool   `json:"kip101.leader.epoch.truncation"`
+	KIP320FetchEpochValidation                bool   `json:"kip320.fetch.epoch.validation"`
+	TransactionPartitionVerification          bool   `json:"transaction.partition.verification.enable"`
+	KIP890EpochBumpPerTransaction             bool   `json:"kip890.epoch.bump.per.transaction"`
+	Partitions                                int    `json:"partitions"`
+	ReplicaLagTimeMaxMs                       int    `json:"replica.lag.time.max.ms"`
 }
 
 // The client sections of a scenario file are the applications'
@@ -151,7 +154,7 @@ func (s Scenario) FaultClass() (faults.Class, error) { return faults.ParseClass(
 func Defaults() Scenario {
 	return Scenario{
 		Cluster: Cluster{
-			Controllers: 1, MetadataLogFsync: true, Brokers: 3, ReplicationFactor: 3, MinInsyncReplicas: 2, Partitions: 1, ReplicaLagTimeMaxMs: 10000,
+			Controllers: 1, MetadataLogFsync: true, MetadataLogMaxRecordBytesBetweenSnapshots: 20 << 20, Brokers: 3, ReplicationFactor: 3, MinInsyncReplicas: 2, Partitions: 1, ReplicaLagTimeMaxMs: 10000,
 			KIP101LeaderEpochTruncation: true, KIP320FetchEpochValidation: true,
 			TransactionPartitionVerification: true, KIP890EpochBumpPerTransaction: true,
 		},
@@ -266,6 +269,8 @@ func (s Scenario) Validate() error {
 		return bad("log.flush.interval.messages %d < 1 (null means never)", *c.LogFlushIntervalMessages)
 	case c.Partitions < 1 || c.Partitions > 64:
 		return bad("partitions %d outside [1, 64]", c.Partitions)
+	case c.MetadataLogMaxRecordBytesBetweenSnapshots < 1:
+		return bad("metadata.log.max.record.bytes.between.snapshots %d < 1", c.MetadataLogMaxRecordBytesBetweenSnapshots)
 	case c.ReplicaLagTimeMaxMs < 1000:
 		return bad("replica.lag.time.max.ms %d < 1000", c.ReplicaLagTimeMaxMs)
 	case p.Acks != "0" && p.Acks != "1" && p.Acks != "all" && p.Acks != "-1":

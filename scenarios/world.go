@@ -43,6 +43,7 @@ func (s Scenario) clusterConfig() config.Cluster {
 	c.MinInsyncReplicas = s.Cluster.MinInsyncReplicas
 	c.UncleanLeaderElection = s.Cluster.UncleanLeaderElectionEnable
 	c.MetadataLogFsync = s.Cluster.MetadataLogFsync
+	c.MetadataLogMaxRecordBytesBetweenSnapshots = s.Cluster.MetadataLogMaxRecordBytesBetweenSnapshots
 	if s.Cluster.LogFlushIntervalMessages != nil {
 		c.LogFlushIntervalMessages = *s.Cluster.LogFlushIntervalMessages
 	}

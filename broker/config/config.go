@@ -40,6 +40,13 @@ type Cluster struct {
 	// commit from the page cache, and controllers that lose power together
 	// can lose committed metadata.
 	MetadataLogFsync bool
+	// MetadataLogMaxRecordBytesBetweenSnapshots is
+	// metadata.log.max.record.bytes.between.snapshots: a controller or
+	// broker snapshots its metadata once the entries it applied since its
+	// last snapshot hold this many bytes (Kafka: 20 MiB), and its log then
+	// starts at the snapshot; a replica behind the leader's log start
+	// fetches the snapshot.
+	MetadataLogMaxRecordBytesBetweenSnapshots int64
 
 	// ReplicaLagTimeMax is replica.lag.time.max.ms.
 	ReplicaLagTimeMax time.Duration
@@ -80,29 +87,30 @@ type Cluster struct {
 // numbers to be quick; those are marked.
 func Default() Cluster {
 	return Cluster{
-		MinInsyncReplicas:                 1,
-		UncleanLeaderElection:             false,
-		LogFlushIntervalMessages:          0,
-		LeaderEpochTruncation:             true,
-		FetchEpochValidation:              true,
-		TransactionPartitionVerification:  true,
-		EpochBumpPerTransaction:           true,
-		MetadataLogFsync:                  true,
-		ReplicaLagTimeMax:                 10 * time.Second, // Kafka: 30 s
-		ReplicaFetchWaitMax:               500 * time.Millisecond,
-		ReplicaFetchBackoff:               time.Second,
-		BrokerSessionTimeout:              6 * time.Second, // Kafka: 9 s
-		BrokerHeartbeatInterval:           time.Second,     // Kafka: 2 s
-		SegmentBytes:                      1 << 20,         // Kafka: 1 GiB
-		DefaultReplicationFactor:          3,
-		OffsetsTopicPartitions:            4, // Kafka: 50
-		OffsetsTopicReplicationFactor:     3,
-		TransactionTopicPartitions:        4, // Kafka: 50
-		TransactionTopicReplicationFactor: 3,
-		TransactionTimeoutMax:             15 * time.Minute,
-		GroupInitialRebalanceDelay:        0,               // Kafka: 3 s
-		GroupSessionTimeoutMin:            time.Second,     // Kafka: 6 s
-		GroupSessionTimeoutMax:            5 * time.Minute, // Kafka: 30 min
+		MinInsyncReplicas:                         1,
+		UncleanLeaderElection:                     false,
+		LogFlushIntervalMessages:                  0,
+		LeaderEpochTruncation:                     true,
+		FetchEpochValidation:                      true,
+		TransactionPartitionVerification:          true,
+		EpochBumpPerTransaction:                   true,
+		MetadataLogFsync:                          true,
+		MetadataLogMaxRecordBytesBetweenSnapshots: 20 << 20,
+		ReplicaLagTimeMax:                         10 * time.Second, // Kafka: 30 s
+		ReplicaFetchWaitMax:                       500 * time.Millisecond,
+		ReplicaFetchBackoff:                       time.Second,
+		BrokerSessionTimeout:                      6 * time.Second, // Kafka: 9 s
+		BrokerHeartbeatInterval:                   time.Second,     // Kafka: 2 s
+		SegmentBytes:                              1 << 20,         // Kafka: 1 GiB
+		DefaultReplicationFactor:                  3,
+		OffsetsTopicPartitions:                    4, // Kafka: 50
+		OffsetsTopicReplicationFactor:             3,
+		TransactionTopicPartitions:                4, // Kafka: 50
+		TransactionTopicReplicationFactor:         3,
+		TransactionTimeoutMax:                     15 * time.Minute,
+		GroupInitialRebalanceDelay:                0,               // Kafka: 3 s
+		GroupSessionTimeoutMin:                    time.Second,     // Kafka: 6 s
+		GroupSessionTimeoutMax:                    5 * time.Minute, // Kafka: 30 min
 	}
 }
 
@@ -111,6 +119,8 @@ func (c Cluster) Validate() error {
 	switch {
 	case c.MinInsyncReplicas < 1:
 		return fmt.Errorf("min.insync.replicas %d < 1", c.MinInsyncReplicas)
+	case c.MetadataLogMaxRecordBytesBetweenSnapshots < 1:
+		return fmt.Errorf("metadata.log.max.record.bytes.between.snapshots %d < 1", c.MetadataLogMaxRecordBytesBetweenSnapshots)
 	case c.LogFlushIntervalMessages < 0:
 		return fmt.Errorf("log.flush.interval.messages %d < 0", c.LogFlushIntervalMessages)
 	case c.BrokerHeartbeatInterval <= 0 || c.BrokerSessionTimeout <= c.BrokerHeartbeatInterval:

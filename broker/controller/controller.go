@@ -6,6 +6,7 @@ import (
 
 	"github.com/kafkasim/kafkasim/broker/config"
 	"github.com/kafkasim/kafkasim/broker/metadata"
+	"github.com/kafkasim/kafkasim/broker/metalog"
 	"github.com/kafkasim/kafkasim/broker/quorum"
 	"github.com/kafkasim/kafkasim/broker/raft"
 	"github.com/kafkasim/kafkasim/broker/rpc"
@@ -66,8 +67,9 @@ type Controller struct {
 	awaiting *awaitingCommit
 	deciding bool // next is running
 
-	// chain digests the entries applied (Applied).
-	chain quorum.Chain
+	// meta applies the committed log (and snapshots) to st and digests it
+	// (Applied); st is meta.St.
+	meta *metalog.Loader
 }
 
 // New returns a controller alone in its quorum, with node id ID.
@@ -86,11 +88,11 @@ func NewVoter(cfg config.Cluster, o Options) *Controller {
 // controller serves once it is the active one.
 func (c *Controller) Start(e env.Env) {
 	c.e = e
-	c.st = metadata.NewState()
+	c.meta = metalog.New(c.cfg.MetadataLogMaxRecordBytesBetweenSnapshots)
+	c.st = c.meta.St
 	c.sessions = map[int32]env.Time{}
 	c.role, c.leaderEpoch, c.active = raft.Unattached, -1, false
 	c.queue, c.awaiting, c.deciding = nil, nil, false
-	c.chain = quorum.Chain{}
 	c.rt = rpc.NewRouter(e, rpc.NewServer(Versions, c.serve))
 	voters := c.opts.Voters
 	if voters == nil {
@@ -102,6 +104,8 @@ func (c *Controller) Start(e env.Env) {
 		ClientID:     "controller-quorum",
 		NoFsync:      !c.cfg.MetadataLogFsync,
 		OnCommitted:  c.committed,
+		OnApplied:    c.snapshotIfDue,
+		OnSnapshot:   c.loadSnapshot,
 		OnRoleChange: c.roleChanged,
 	})
 	if err != nil {
@@ -124,20 +128,15 @@ func (c *Controller) Closed(id env.ConnID)                 { c.rt.Closed(id) }
 // on the active one it then lets the decision that proposed it finish (the
 // brokers learn it from the log).
 func (c *Controller) committed(en raft.Entry) {
-	c.chain.Extend(en)
+	if err := c.meta.Apply(en); err != nil {
+		c.e.Halt(fmt.Sprintf("controller: %v", err))
+		return
+	}
 	if en.LeaderChange {
 		if c.role == raft.Leader && en.Epoch == c.leaderEpoch && !c.active {
 			c.activate()
 		}
 		return
-	}
-	rs, err := metadata.DecodeRecords(en.Data)
-	if err != nil {
-		c.e.Halt(fmt.Sprintf("controller: entry %d: %v", en.Offset, err))
-		return
-	}
-	for _, r := range rs {
-		c.st.Apply(r)
 	}
 	if w := c.awaiting; w != nil && w.offset == en.Offset {
 		c.awaiting = nil
@@ -145,6 +144,24 @@ func (c *Controller) committed(en raft.Entry) {
 	}
 	if c.active {
 		c.next()
+	}
+}
+
+// loadSnapshot resets the metadata to a snapshot: the latest on disk at a
+// start, or the leader's, fetched by this controller while it followed.
+func (c *Controller) loadSnapshot(s raft.Snapshot) {
+	if err := c.meta.Load(s); err != nil {
+		c.e.Halt(fmt.Sprintf("controller: %v", err))
+		return
+	}
+	c.st = c.meta.St
+}
+
+// snapshotIfDue takes a snapshot once enough has been applied since the
+// last (metadata.log.max.record.bytes.between.snapshots).
+func (c *Controller) snapshotIfDue() {
+	if err := c.meta.MaybeSnapshot(c.voter); err != nil {
+		c.e.Halt(fmt.Sprintf("controller: %v", err))
 	}
 }
 
@@ -207,7 +224,12 @@ func (c *Controller) tick() {
 // Applied is the digest chain of the entries this controller has applied,
 // in offset order (for the harness's agreement check: every controller's
 // applied metadata is a prefix of the one committed log). Read only.
-func (c *Controller) Applied() []uint64 { return c.chain.Digests() }
+func (c *Controller) Applied() *quorum.Chain {
+	if c.meta == nil {
+		return &quorum.Chain{}
+	}
+	return &c.meta.Chain
+}
 
 // Image returns the controller's current view (for tests and the harness),
 // or nil before the process has started.
@@ -216,6 +238,15 @@ func (c *Controller) Image() *metadata.Image {
 		return nil
 	}
 	return c.st.Image()
+}
+
+// LogStart is the first offset the controller's metadata log holds (above
+// 0 once a snapshot covers what came before).
+func (c *Controller) LogStart() int64 {
+	if c.voter == nil {
+		return 0
+	}
+	return c.voter.LogStart()
 }
 
 // Loaded reports whether the controller has its state, so Image is not nil.

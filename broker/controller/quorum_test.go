@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"fmt"
+	"github.com/kafkasim/kafkasim/broker/quorum"
 	"testing"
 	"time"
 
@@ -135,9 +136,12 @@ func TestThreeControllersAgreeAndOneDecides(t *testing.T) {
 	require.NoError(t, q.w.RunFor(3*time.Second))
 	require.True(t, q.controller(first).Registered(0), "the restarted controller replayed the log")
 	a, b := q.controller(first).Applied(), q.controller(second).Applied()
-	n := min(len(a), len(b))
-	require.Positive(t, n)
-	require.Equal(t, a[:n], b[:n], "both applied the same entries")
+	at := min(a.End(), b.End()) - 1
+	require.Positive(t, at)
+	da, okA := a.At(at)
+	db, okB := b.At(at)
+	require.True(t, okA && okB)
+	require.Equal(t, da, db, "both applied the same entries")
 	require.Equal(t, second, q.active(), "the restart did not unseat the active controller")
 }
 
@@ -181,13 +185,17 @@ func TestAControllerThatLostPowerRejoinsWithoutBreakingTheLog(t *testing.T) {
 	require.NoError(t, q.w.RunFor(5*time.Second))
 	require.NotEmpty(t, q.awaitActive(""))
 
-	var longest []uint64
+	var longest *quorum.Chain
 	for _, n := range q.names {
 		a := q.controller(n).Applied()
-		if m := min(len(a), len(longest)); m > 0 {
-			require.Equal(t, longest[:m], a[:m], "%s applied a prefix of the one log", n)
+		if longest != nil {
+			at := min(a.End(), longest.End()) - 1
+			da, okA := a.At(at)
+			dl, okL := longest.At(at)
+			require.True(t, okA && okL || at < 0)
+			require.Equal(t, dl, da, "%s applied a prefix of the one log", n)
 		}
-		if len(a) > len(longest) {
+		if longest == nil || a.End() > longest.End() {
 			longest = a
 		}
 		for id := range answered {

@@ -119,3 +119,36 @@ func assert(cond bool, format string, args ...any) {
 		invariant.Fail("metadata", format, args...)
 	}
 }
+
+// Records are records that rebuild the state from nothing, in an order
+// Apply takes: every broker's registration (and its unfencing), every
+// topic with its partitions, the producer-id high mark — what a KRaft
+// snapshot holds (MetadataImage.write).
+func (s *State) Records() []Record {
+	var rs []Record
+	for _, id := range s.BrokerIDs() {
+		b := s.Brokers[id]
+		rec := b.BrokerRecord
+		rs = append(rs, Record{Broker: &rec})
+		if !b.Fenced {
+			rs = append(rs, Record{Fence: &FenceRecord{ID: id, Fenced: false}})
+		}
+	}
+	names := make([]string, 0, len(s.Topics))
+	for n := range s.Topics {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		t := *s.Topics[n]
+		t.Partitions = make([]Partition, len(s.Topics[n].Partitions))
+		for i, p := range s.Topics[n].Partitions {
+			t.Partitions[i] = p.Clone()
+		}
+		rs = append(rs, Record{Topic: &t})
+	}
+	if s.NextProducerID > NewState().NextProducerID {
+		rs = append(rs, Record{ProducerIDs: s.NextProducerID})
+	}
+	return rs
+}

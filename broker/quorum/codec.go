@@ -26,14 +26,18 @@ const (
 	keyBeginQuorumEpoch int16 = 53
 	keyEndQuorumEpoch   int16 = 54
 	keyDescribeQuorum   int16 = 55
+	keyFetchSnapshot    int16 = 59
 )
 
 // Ranges are the quorum APIs and versions a voter serves and calls, those
 // of Kafka 4.x's KRaft controllers where kmsg encodes them: Vote 0-2
 // (v2: PreVote, KIP-996), BeginQuorumEpoch 0-1, EndQuorumEpoch 0-1 and
 // Fetch 12-17 (v12 brings LastFetchedEpoch and DivergingEpoch; v13+ name
-// the topic by id, v15+ the replica by ReplicaState); DescribeQuorum 0-2.
+// the topic by id, v15+ the replica by ReplicaState; a Fetch answer may
+// name the leader's snapshot), FetchSnapshot 0-1 (KIP-630) and
+// DescribeQuorum 0-2.
 var Ranges = []wire.Range{
+	{Key: keyFetchSnapshot, Min: 0, Max: 1},
 	{Key: keyFetch, Min: 12, Max: 17},
 	{Key: keyVote, Min: 0, Max: 2},
 	{Key: keyBeginQuorumEpoch, Min: 0, Max: 1},
@@ -182,6 +186,20 @@ func encodeRequest(m raft.Message, to int32, voters []int32) kmsg.Request {
 		t.Topic, t.TopicID, t.Partitions = Topic, MetadataTopicID, []kmsg.FetchRequestTopicPartition{p}
 		req.Topics = []kmsg.FetchRequestTopic{t}
 		return req
+	case raft.FetchSnapshotRequest:
+		req := kmsg.NewPtrFetchSnapshotRequest()
+		req.ReplicaID = m.ReplicaID
+		req.MaxBytes = 8 << 20
+		if m.MaxBytes > 0 {
+			req.MaxBytes = int32(m.MaxBytes)
+		}
+		p := kmsg.NewFetchSnapshotRequestTopicPartition()
+		p.CurrentLeaderEpoch, p.Position = m.CurrentLeaderEpoch, m.Position
+		p.SnapshotID.EndOffset, p.SnapshotID.Epoch = m.SnapshotID.EndOffset, m.SnapshotID.Epoch
+		t := kmsg.NewFetchSnapshotRequestTopic()
+		t.Topic, t.Partitions = Topic, []kmsg.FetchSnapshotRequestTopicPartition{p}
+		req.Topics = []kmsg.FetchSnapshotRequestTopic{t}
+		return req
 	}
 	panic(fmt.Sprintf("quorum: %T is not a request", m))
 }
@@ -232,6 +250,14 @@ func decodeRequest(body kmsg.Request) (from int32, m raft.Message, ok bool) {
 		p := t.Partitions[0]
 		return id, raft.FetchRequest{ReplicaID: id, FetchOffset: p.FetchOffset, LastFetchedEpoch: p.LastFetchedEpoch,
 			CurrentLeaderEpoch: p.CurrentLeaderEpoch, MaxWait: time.Duration(max(req.MaxWaitMillis, 0)) * time.Millisecond}, true
+	case *kmsg.FetchSnapshotRequest:
+		if len(req.Topics) != 1 || req.Topics[0].Topic != Topic || len(req.Topics[0].Partitions) != 1 || req.Topics[0].Partitions[0].Partition != 0 {
+			return 0, nil, false
+		}
+		p := req.Topics[0].Partitions[0]
+		return req.ReplicaID, raft.FetchSnapshotRequest{ReplicaID: req.ReplicaID, CurrentLeaderEpoch: p.CurrentLeaderEpoch,
+			SnapshotID: raft.SnapshotID{EndOffset: p.SnapshotID.EndOffset, Epoch: p.SnapshotID.Epoch},
+			Position:   p.Position, MaxBytes: int(max(req.MaxBytes, 0))}, true
 	}
 	return 0, nil, false
 }
@@ -247,13 +273,15 @@ func answers(m raft.Message, key int16) bool {
 		return key == keyEndQuorumEpoch
 	case raft.FetchResponse:
 		return key == keyFetch
+	case raft.FetchSnapshotResponse:
+		return key == keyFetchSnapshot
 	}
 	return false
 }
 
 func isResponse(m raft.Message) bool {
 	switch m.(type) {
-	case raft.VoteResponse, raft.BeginQuorumEpochResponse, raft.EndQuorumEpochResponse, raft.FetchResponse:
+	case raft.VoteResponse, raft.BeginQuorumEpochResponse, raft.EndQuorumEpochResponse, raft.FetchResponse, raft.FetchSnapshotResponse:
 		return true
 	}
 	return false
@@ -295,10 +323,24 @@ func encodeResponse(m raft.Message, req kmsg.Request, voters []int32) kmsg.Respo
 		if d := m.DivergingEpoch; d != nil {
 			p.DivergingEpoch.Epoch, p.DivergingEpoch.EndOffset = d.Epoch, d.EndOffset
 		}
+		p.SnapshotID.EndOffset, p.SnapshotID.Epoch = -1, -1
+		if id := m.SnapshotID; id != nil {
+			p.SnapshotID.EndOffset, p.SnapshotID.Epoch = id.EndOffset, id.Epoch
+		}
 		p.RecordBatches = encodeEntries(m.Records, voters)
 		t := kmsg.NewFetchResponseTopic()
 		t.Topic, t.TopicID, t.Partitions = Topic, MetadataTopicID, []kmsg.FetchResponseTopicPartition{p}
 		resp.Topics = []kmsg.FetchResponseTopic{t}
+		return resp
+	case raft.FetchSnapshotResponse:
+		resp := kmsg.NewPtrFetchSnapshotResponse()
+		p := kmsg.NewFetchSnapshotResponseTopicPartition()
+		p.ErrorCode, p.Size, p.Position, p.Bytes = int16(m.ErrorCode), m.Size, m.Position, m.Bytes
+		p.SnapshotID.EndOffset, p.SnapshotID.Epoch = m.SnapshotID.EndOffset, m.SnapshotID.Epoch
+		p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = m.LeaderID, m.LeaderEpoch
+		t := kmsg.NewFetchSnapshotResponseTopic()
+		t.Topic, t.Partitions = Topic, []kmsg.FetchSnapshotResponseTopicPartition{p}
+		resp.Topics = []kmsg.FetchSnapshotResponseTopic{t}
 		return resp
 	}
 	panic(fmt.Sprintf("quorum: %T is not a response", m))
@@ -316,6 +358,8 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 	case *kmsg.EndQuorumEpochResponse:
 		r.ErrorCode = code
 	case *kmsg.FetchResponse:
+		r.ErrorCode = code
+	case *kmsg.FetchSnapshotResponse:
 		r.ErrorCode = code
 	}
 	return resp
@@ -358,6 +402,9 @@ func decodeResponse(m raft.Message, resp kmsg.Response) (raft.Message, bool) {
 		if p.DivergingEpoch.EndOffset >= 0 && p.DivergingEpoch.Epoch >= 0 {
 			out.DivergingEpoch = &raft.EpochEndOffset{Epoch: p.DivergingEpoch.Epoch, EndOffset: p.DivergingEpoch.EndOffset}
 		}
+		if p.SnapshotID.EndOffset >= 0 && p.SnapshotID.Epoch >= 0 {
+			out.SnapshotID = &raft.SnapshotID{EndOffset: p.SnapshotID.EndOffset, Epoch: p.SnapshotID.Epoch}
+		}
 		if len(p.RecordBatches) > 0 {
 			es, err := decodeEntries(p.RecordBatches)
 			if err != nil {
@@ -366,6 +413,14 @@ func decodeResponse(m raft.Message, resp kmsg.Response) (raft.Message, bool) {
 			out.Records = es
 		}
 		return out, true
+	case *kmsg.FetchSnapshotResponse:
+		if _, isReq := m.(raft.FetchSnapshotRequest); !isReq || r.ErrorCode != 0 || len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+			return nil, false
+		}
+		p := r.Topics[0].Partitions[0]
+		return raft.FetchSnapshotResponse{ErrorCode: raft.ErrorCode(p.ErrorCode), LeaderEpoch: p.CurrentLeader.LeaderEpoch,
+			LeaderID: p.CurrentLeader.LeaderID, SnapshotID: raft.SnapshotID{EndOffset: p.SnapshotID.EndOffset, Epoch: p.SnapshotID.Epoch},
+			Size: p.Size, Position: p.Position, Bytes: p.Bytes}, true
 	}
 	return nil, false
 }

@@ -113,10 +113,26 @@
 // otherwise) and returns its offset. HighWatermark, Leader (id, epoch),
 // Role, LogEnd and Entries read the core. OnCommitted is called for every
 // entry in offset order once below the high watermark — exactly once per
-// entry per process life; a restarted process gets them all again from
-// offset 0 (the log is replayed, no snapshot or applied offset is kept).
-// Leader-change entries are delivered too. Hooks run inside a step and may
-// call Propose.
+// entry per process life; a restarted process gets first its latest
+// snapshot (OnSnapshot) and then every entry after it again (the log after
+// the snapshot is replayed; no applied offset is kept). Leader-change
+// entries are delivered too. OnApplied follows each step's batch of
+// commits. Snapshot(end, data) keeps the state machine's snapshot of the
+// entries below end; OnSnapshot also hands over a snapshot fetched from
+// the leader. Hooks run inside a step and may call Propose or Snapshot.
+//
+// # Snapshots (KIP-630)
+//
+// Snapshot files sit beside the log's segments as
+// "<end offset>-<epoch>.checkpoint" (snapshot.go): a CRC line and the
+// state machine's bytes, written with env.WriteFileAtomic before any later
+// effect; writing one removes the older. After a snapshot the log's start
+// moves to its end (broker/log's IncrementLogStartOffset, then whole
+// segments below are deleted). A follower sent the leader's snapshot id
+// fetches it with FetchSnapshot 0-1 and installs it: the file written,
+// the log truncated fully to start at its end (TruncateFullyAndStartAt),
+// OnSnapshot called. A start with a snapshot file that fails its CRC halts
+// the process.
 //
 // # Checks and trace
 //
@@ -131,7 +147,7 @@
 //
 // # Not done yet
 //
-// Snapshots (FetchSnapshot, log start offsets above 0), voter changes (KIP-853: AddRaftVoter,
+// Voter changes (KIP-853: AddRaftVoter,
 // UpdateRaftVoter, directory ids are sent as zero),
 // cluster id checks, endpoints in Vote/BeginQuorumEpoch/EndQuorumEpoch,
 // batching several entries per batch, and a peer that negotiates Vote below v2 (a pre-vote

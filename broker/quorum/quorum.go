@@ -55,6 +55,12 @@ type Config struct {
 	// node knows it (LeaderHighWatermark) changed: where a reader publishes
 	// what they made, once it has caught up.
 	OnApplied func()
+	// OnSnapshot, if set, is called with the snapshot the state machine
+	// must reset to: at the start, with the latest on disk (before the
+	// entries after it go to OnCommitted), and when a follower installs
+	// one fetched from the leader. Entries below its end are never
+	// delivered after it.
+	OnSnapshot func(s raft.Snapshot)
 	// OnRoleChange, if set, is called after a step that changed the
 	// voter's role, epoch or known leader, and once at the start.
 	OnRoleChange func(role raft.Role, epoch, leader int32)
@@ -118,9 +124,16 @@ func Start(e env.Env, router *rpc.Router, cfg Config) (*Voter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("quorum: %w", err)
 	}
+	snap, err := readLatestSnapshot(e.Disk())
+	if err != nil {
+		return nil, fmt.Errorf("quorum: %w", err)
+	}
 	l, entries, err := openLog(e.Disk())
 	if err != nil {
 		return nil, fmt.Errorf("quorum: metadata log: %w", err)
+	}
+	if l.LogStartOffset() > snap.ID.EndOffset {
+		return nil, fmt.Errorf("quorum: metadata log starts at %d, past the latest snapshot %v", l.LogStartOffset(), snap.ID)
 	}
 	v.log = l
 	rc := cfg.Raft
@@ -131,12 +144,18 @@ func Start(e env.Env, router *rpc.Router, cfg Config) (*Voter, error) {
 	if v.timeout <= 0 {
 		v.timeout = 2 * time.Second
 	}
-	v.node = raft.New(rc, st, raft.Snapshot{}, entries, e.Now())
+	v.node = raft.New(rc, st, snap, entries, e.Now())
+	if snap.ID.EndOffset > 0 {
+		v.delivered = snap.ID.EndOffset
+		if cfg.OnSnapshot != nil {
+			cfg.OnSnapshot(snap)
+		}
+	}
 	// The first observe reports the role the node starts in (the only
 	// voter leads from New on): OnRoleChange hears of every role.
 	v.lastRole, v.lastEpoch, v.lastLead = v.node.Role(), -1, v.node.LeaderID()
 	e.Log("quorum-start", "id", cfg.ID, "role", v.node.Role().String(), "epoch", st.Epoch, "voted", st.VotedID,
-		"leader", st.LeaderID, "log-end", len(entries), "recovered-truncated-at", l.Recovery().TruncatedAt)
+		"leader", st.LeaderID, "snapshot", snap.ID.String(), "log-end", v.node.LogEnd(), "recovered-truncated-at", l.Recovery().TruncatedAt)
 	v.run()
 	return v, nil
 }
@@ -168,12 +187,31 @@ func (v *Voter) Propose(data []byte) (offset int64, err error) {
 	return off, err
 }
 
+// Snapshot has the node keep the state machine's snapshot data of the
+// committed entries below end; the log's prefix is then deleted
+// (raft.Node.Snapshot).
+func (v *Voter) Snapshot(end int64, data []byte) error {
+	if v.halted {
+		return fmt.Errorf("quorum: halted")
+	}
+	err := v.node.Snapshot(end, data)
+	v.run()
+	return err
+}
+
+// LatestSnapshot is the node's latest snapshot (read only).
+func (v *Voter) LatestSnapshot() raft.Snapshot { return v.node.LatestSnapshot() }
+
+// LogStart is the first offset the metadata log holds.
+func (v *Voter) LogStart() int64 { return v.node.LogStart() }
+
 // Handle serves a request if it is one of the quorum's (Vote,
-// BeginQuorumEpoch, EndQuorumEpoch, Fetch) and reports whether it was.
+// BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot) and reports
+// whether it was.
 // The core answers within the step; the answer is the rpc response.
 func (v *Voter) Handle(r *rpc.Request) bool {
 	switch req := r.Body.(type) {
-	case *kmsg.VoteRequest, *kmsg.BeginQuorumEpochRequest, *kmsg.EndQuorumEpochRequest, *kmsg.FetchRequest:
+	case *kmsg.VoteRequest, *kmsg.BeginQuorumEpochRequest, *kmsg.EndQuorumEpochRequest, *kmsg.FetchRequest, *kmsg.FetchSnapshotRequest:
 	case *kmsg.DescribeQuorumRequest:
 		r.Respond(v.describe(req)) // read only: no step of the core
 		return true
@@ -321,6 +359,36 @@ func (v *Voter) apply(effs []raft.Effect) {
 				invariant.Fail("quorum", "node %d: truncation to %d left the log ending at %d", v.cfg.ID, ef.To, end)
 			}
 			v.e.Log("quorum-truncate", "to", ef.To)
+		case raft.WriteSnapshot:
+			if err := writeSnapshot(d, ef.S); err != nil {
+				v.halt(fmt.Sprintf("snapshot write: %v", err))
+				return
+			}
+			v.e.Log("quorum-snapshot", "id", v.cfg.ID, "snapshot", ef.S.ID.String(), "bytes", len(ef.S.Data))
+		case raft.DeleteLogPrefix:
+			if err := v.log.IncrementLogStartOffset(ef.To); err != nil {
+				v.halt(fmt.Sprintf("metadata log start: %v", err))
+				return
+			}
+			if _, err := v.log.DeleteSegmentsBelow(ef.To); err != nil {
+				v.halt(fmt.Sprintf("metadata log segments: %v", err))
+				return
+			}
+		case raft.InstallSnapshot:
+			if err := writeSnapshot(d, ef.S); err != nil {
+				v.halt(fmt.Sprintf("snapshot write: %v", err))
+				return
+			}
+			if err := v.log.TruncateFullyAndStartAt(ef.S.ID.EndOffset); err != nil {
+				v.halt(fmt.Sprintf("metadata log restart at %d: %v", ef.S.ID.EndOffset, err))
+				return
+			}
+			v.appended = false
+			v.e.Log("quorum-snapshot-installed", "id", v.cfg.ID, "snapshot", ef.S.ID.String(), "bytes", len(ef.S.Data))
+			v.delivered = max(v.delivered, ef.S.ID.EndOffset)
+			if v.cfg.OnSnapshot != nil {
+				v.cfg.OnSnapshot(ef.S)
+			}
 		case raft.Send:
 			v.send(ef.To, ef.Msg)
 		}

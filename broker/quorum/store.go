@@ -72,10 +72,8 @@ func openLog(d env.Disk) (*klog.Log, []raft.Entry, error) {
 	if err := l.Flush(); err != nil {
 		return nil, nil, err
 	}
-	if l.LogStartOffset() != 0 {
-		return nil, nil, fmt.Errorf("metadata log starts at %d, not 0 (snapshots are not supported)", l.LogStartOffset())
-	}
-	raw, err := l.Read(0, math.MaxInt32, l.LogEndOffset())
+	start := l.LogStartOffset()
+	raw, err := l.Read(start, math.MaxInt32, l.LogEndOffset())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -84,12 +82,12 @@ func openLog(d env.Disk) (*klog.Log, []raft.Entry, error) {
 		return nil, nil, err
 	}
 	for i, en := range es {
-		if en.Offset != int64(i) {
-			return nil, nil, fmt.Errorf("metadata log: entry at position %d has offset %d", i, en.Offset)
+		if en.Offset != start+int64(i) {
+			return nil, nil, fmt.Errorf("metadata log: entry at position %d from %d has offset %d", i, start, en.Offset)
 		}
 	}
-	if int64(len(es)) != l.LogEndOffset() {
-		return nil, nil, fmt.Errorf("metadata log: read %d entries of %d", len(es), l.LogEndOffset())
+	if start+int64(len(es)) != l.LogEndOffset() {
+		return nil, nil, fmt.Errorf("metadata log: read %d entries from %d of a log ending at %d", len(es), start, l.LogEndOffset())
 	}
 	return l, es, nil
 }

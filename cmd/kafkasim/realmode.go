@@ -96,6 +96,7 @@ func clusterFlags(fs *flag.FlagSet, c *config.Cluster) {
 	fs.BoolVar(&c.TransactionPartitionVerification, "transaction.partition.verification.enable", c.TransactionPartitionVerification, "verify transactional writes against the coordinator (KIP-890 part 1)")
 	fs.BoolVar(&c.EpochBumpPerTransaction, "kip890.epoch.bump.per.transaction", c.EpochBumpPerTransaction, "bump the producer epoch on every transaction end (KIP-890 part 2)")
 	fs.BoolVar(&c.MetadataLogFsync, "metadata.log.fsync", c.MetadataLogFsync, "controllers fsync the metadata log before an entry counts (Kafka always does); false: committed metadata can be lost to a power loss")
+	fs.Int64Var(&c.MetadataLogMaxRecordBytesBetweenSnapshots, "metadata.log.max.record.bytes.between.snapshots", c.MetadataLogMaxRecordBytesBetweenSnapshots, "snapshot the metadata once the entries applied since the last snapshot hold this many bytes")
 	fs.Var(msFlag{&c.ReplicaLagTimeMax}, "replica.lag.time.max.ms", "a follower this far behind leaves the ISR")
 	fs.Var(msFlag{&c.ReplicaFetchWaitMax}, "replica.fetch.wait.max.ms", "longest a follower's fetch waits for data")
 	fs.Var(msFlag{&c.ReplicaFetchBackoff}, "replica.fetch.backoff.ms", "pause after a failed replica fetch")
