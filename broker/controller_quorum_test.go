@@ -430,3 +430,78 @@ func TestAControllerAndABrokerBehindTheLogStartCatchUpFromASnapshot(t *testing.T
 	require.NoError(t, err)
 	require.True(t, ok, "the broker follows again: back in the ISR of %v", tp)
 }
+
+// What losing a majority of the controllers does: nothing. Two of three
+// crash; the one left cannot be elected (no majority votes for it), so no
+// controller is active, no broker is fenced and no leader elected — a
+// partition whose leader then crashes stays leaderless, and writes to it
+// fail. Nothing is lost: when the two come back (their logs were fsynced),
+// a controller is elected, fences the crashed broker, moves its
+// leadership, and every write acknowledged before is still there.
+func TestAMajorityOfControllersDownElectsNothingAndLosesNothing(t *testing.T) {
+	q := newQuorumCluster(t, 13)
+	tp := metadata.TopicPartition{Topic: "orders", Partition: 0}
+	q.createTopic(t, tp.Topic, 1)
+	ok, err := q.w.RunWhile(func() bool { p, _ := q.active().Partition(tp); return len(p.ISR) < 3 }, 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok, "orders/0 has a full ISR")
+	p, _ := q.active().Partition(tp)
+	leader := q.brokers[p.Leader]
+	ok, err = q.w.RunWhile(func() bool { return !q.w.Node(leader).Process().(*broker.Broker).Leads(tp) }, 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok, "%s leads %v", leader, tp)
+	produce := func(to string, v string) int16 {
+		req := kmsg.NewPtrProduceRequest()
+		req.Acks, req.TimeoutMillis = -1, 5000
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = tp.Topic
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Records = record.Values(q.w.Now().UnixMilli(), []byte(v))
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, ok := q.call(t, to, req).(*kmsg.ProduceResponse)
+		require.True(t, ok, "%s answered", to)
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	for i := range 3 {
+		require.Zero(t, produce(leader, fmt.Sprint("before-", i)))
+	}
+
+	var down []string
+	for _, n := range q.ctls {
+		if len(down) < 2 {
+			q.w.Node(n).Crash()
+			down = append(down, n)
+		}
+	}
+	q.w.Node(leader).Crash()
+	require.NoError(t, q.w.RunFor(20*time.Second))
+	require.Nil(t, q.active(), "a lone controller of three is never active")
+	for _, n := range q.brokers {
+		if n == leader {
+			continue
+		}
+		b := q.w.Node(n).Process().(*broker.Broker)
+		require.False(t, b.Leads(tp), "%s was not elected: no controller decides", n)
+		require.NotZero(t, produce(n, "while-down"), "%s does not lead %v: the write fails", n, tp)
+	}
+
+	for _, n := range down {
+		q.w.Node(n).Start()
+	}
+	var next int32 = -1
+	ok, err = q.w.RunWhile(func() bool {
+		a := q.active()
+		if a == nil {
+			return true
+		}
+		p, _ := a.Partition(tp)
+		next = p.Leader
+		return next < 0 || q.brokers[next] == leader || !q.w.Node(q.brokers[next]).Process().(*broker.Broker).Leads(tp)
+	}, 60*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok, "with the majority back, a controller is active and elects a new leader")
+	require.Zero(t, produce(q.brokers[next], "after"))
+	st, _ := q.w.Node(q.brokers[next]).Process().(*broker.Broker).Partition(tp)
+	require.Equal(t, int64(4), st.HighWatermark, "the three writes acknowledged before and the one after, nothing lost")
+}
