@@ -2,6 +2,7 @@ package broker
 
 import (
 	"slices"
+	"time"
 
 	"github.com/kafkasim/kafkasim/broker/replica"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -23,6 +24,10 @@ func (b *Broker) isrTick() {
 	}
 }
 
+// alterPartitionRetryBackoff is how long a proposal that got no answer
+// waits before it goes again.
+const alterPartitionRetryBackoff = 100 * time.Millisecond
+
 // sendAlterPartition carries a core's ISR proposal to the controller and
 // its answer back.
 func (p *partition) sendAlterPartition(e replica.Effect) {
@@ -40,13 +45,22 @@ func (p *partition) sendAlterPartition(e replica.Effect) {
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	b.controller.Do(req, 5*b.cfg.BrokerHeartbeatInterval, func(resp kmsg.Response, err error) {
-		if b.partitions[p.tp] != p {
-			return // the replica was replaced
+		answer := func() {
+			if b.partitions[p.tp] != p {
+				return // the replica was replaced
+			}
+			p.r.ISRAnswered(e.LeaderEpoch, e.ISR, alterPartitionResult(p, resp, err))
+			if err := p.apply(); err != nil {
+				b.e.Halt(err.Error())
+			}
 		}
-		p.r.ISRAnswered(e.LeaderEpoch, e.ISR, alterPartitionResult(p, resp, err))
-		if err := p.apply(); err != nil {
-			b.e.Halt(err.Error())
+		if err != nil {
+			// No answer: the core sends the proposal again, after a
+			// backoff (AlterPartitionManager retries with one).
+			b.e.AfterFunc(alterPartitionRetryBackoff, answer)
+			return
 		}
+		answer()
 	})
 }
 
@@ -70,7 +84,7 @@ func alterPartitionResult(p *partition, resp kmsg.Response, err error) replica.I
 	}
 	switch {
 	case code != 0:
-		return replica.ISRResult{Refused: kerr.ErrorForCode(code).Error()}
+		return replica.ISRResult{Refused: kerr.ErrorForCode(code).Error(), Code: code}
 	case got == nil:
 		return replica.ISRResult{Refused: "no answer for the partition"}
 	}

@@ -191,12 +191,13 @@ func (r *Replica) BecomeOffline(a Assignment) {
 	r.logf("partition-offline", "partition", r.cfg.Name, "epoch", a.LeaderEpoch)
 }
 
-// UpdateISR adopts a newer ISR for the leader's own epoch.
+// UpdateISR adopts a newer ISR for the leader's own epoch: committed
+// state from the controller ends any pending proposal (Partition.makeLeader
+// replaces a pending state with the committed one; an answer to the
+// proposal that comes later is ignored).
 func (r *Replica) UpdateISR(a Assignment) {
 	r.a = a.clone()
-	if r.pendingISR != nil && slices.Equal(r.pendingISR, a.ISR) {
-		r.pendingISR = nil
-	}
+	r.pendingISR = nil
 	r.maybeAdvanceHighWatermark()
 }
 
@@ -269,31 +270,53 @@ func (r *Replica) Tick(now env.Time, canPropose bool) {
 
 // ISRResult is the controller's answer to an AlterPartition.
 type ISRResult struct {
-	// Lost: no answer (the request failed).
+	// Lost: no answer (the request failed). It may have been applied.
 	Lost bool
-	// Refused is why the controller refused it ("" if it did not).
+	// Refused is why the controller refused it ("" if it did not), and
+	// Code its Kafka error code.
 	Refused string
+	Code    int16
 	// What the controller committed, if it did not refuse.
 	LeaderEpoch, PartitionEpoch int32
 	ISR                         []int32
 }
 
+// Kafka error codes of AlterPartition refusals that say the request was
+// not applied.
+const (
+	codeOperationNotAttempted int16 = 55  // OPERATION_NOT_ATTEMPTED
+	codeIneligibleReplica     int16 = 107 // INELIGIBLE_REPLICA
+)
+
 // ISRAnswered takes the answer to the proposal of isr made in leader epoch
-// epoch. An answer to a proposal the replica no longer waits for is
-// ignored; any other ends the wait, and a commit for this epoch newer than
-// what it knows is adopted.
+// epoch, as Partition.handleAlterPartitionError and
+// handleAlterPartitionUpdate do. An answer to a proposal the replica no
+// longer waits for is ignored. No answer at all may hide a commit, so the
+// proposal stays pending (the high watermark keeps waiting for the maximal
+// ISR) and goes again. A refusal that says the request was not applied
+// (INELIGIBLE_REPLICA, OPERATION_NOT_ATTEMPTED) ends the wait and the
+// replica is back at its committed ISR; any other (a stale partition or
+// leader epoch, an unknown partition) leaves it pending until metadata
+// brings the committed state: what the controller holds may include the
+// proposal, and a smaller ISR could let the high watermark pass a member
+// the controller may elect. A commit for this epoch newer than what it
+// knows is adopted.
 func (r *Replica) ISRAnswered(epoch int32, isr []int32, res ISRResult) {
 	if r.role != Leader || r.a.LeaderEpoch != epoch || !slices.Equal(r.pendingISR, isr) {
 		return // the world moved on
 	}
-	r.pendingISR = nil
 	if res.Lost {
-		return // retried by the next shrink tick or fetch
+		r.effects = append(r.effects, Effect{Kind: ProposeISR, ISR: slices.Clone(isr), LeaderEpoch: r.a.LeaderEpoch, PartitionEpoch: r.a.PartitionEpoch})
+		return
 	}
 	if res.Refused != "" {
 		r.logf("alter-partition-refused", "partition", r.cfg.Name, "error", res.Refused)
+		if res.Code == codeIneligibleReplica || res.Code == codeOperationNotAttempted {
+			r.pendingISR = nil
+		}
 		return
 	}
+	r.pendingISR = nil
 	if res.LeaderEpoch == r.a.LeaderEpoch && res.PartitionEpoch > r.a.PartitionEpoch {
 		r.a = r.a.clone()
 		r.a.ISR = slices.Clone(res.ISR)

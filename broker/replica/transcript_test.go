@@ -104,7 +104,8 @@ func TestTranscripts(t *testing.T) {
 				if d.HasArg("refused") {
 					var why string
 					d.ScanArgs(t, "refused", &why)
-					res = replica.ISRResult{Refused: why}
+					res = replica.ISRResult{Refused: why, Code: map[string]int16{"FENCED_LEADER_EPOCH": 74, "INVALID_UPDATE_VERSION": 95,
+						"INELIGIBLE_REPLICA": 107, "OPERATION_NOT_ATTEMPTED": 55}[why]}
 				}
 				if d.HasArg("lost") {
 					res = replica.ISRResult{Lost: true}
