@@ -189,14 +189,21 @@ func New(cfg Config, st QuorumState, snap Snapshot, log []Entry, now env.Time) *
 	n := &Node{cfg: cfg, voters: slices.Sorted(slices.Values(cfg.Voters)), now: now, leaderHW: -1,
 		epoch: st.Epoch, votedFor: st.VotedID, leader: st.LeaderID, stored: st}
 	n.restore(snap, log)
+	if last := n.lastEpoch(n.LogEnd()); last > n.epoch {
+		// The quorum-state file is older than the log (lost or torn on a
+		// disk that failed it): Unattached in the log's epoch, no vote, no
+		// leader (QuorumState.initialize: "Epoch from quorum store file is
+		// smaller than last written epoch in the log").
+		n.epoch, n.votedFor, n.leader = last, NoID, NoID
+	}
 	if slices.Contains(n.voters, cfg.ID) == cfg.Observer {
 		panic(fmt.Sprintf("raft: node %d (observer %v) and voters %v", cfg.ID, cfg.Observer, n.voters))
 	}
 	if cfg.Observer {
 		n.votedFor = NoID
 		n.bootstrap = int(n.jitter(time.Duration(len(n.voters))))
-		if n.isVoter(st.LeaderID) {
-			n.becomeFollower(st.LeaderID, now)
+		if n.isVoter(n.leader) {
+			n.becomeFollower(n.leader, now)
 		} else {
 			n.becomeUnattached(now, 0)
 			n.fetchAny(now)
@@ -204,11 +211,11 @@ func New(cfg Config, st QuorumState, snap Snapshot, log []Entry, now env.Time) *
 		return n
 	}
 	switch {
-	case st.LeaderID == cfg.ID:
+	case n.leader == cfg.ID:
 		n.votedFor = cfg.ID
 		n.resign(now)
-	case st.LeaderID != NoID:
-		n.becomeFollower(st.LeaderID, now)
+	case n.leader != NoID:
+		n.becomeFollower(n.leader, now)
 	default:
 		n.becomeUnattached(now, n.electionTimeout())
 	}
