@@ -45,10 +45,10 @@ type Broker struct {
 	brokerEpoch int64 // -1 until registered
 	registering bool
 	// Heartbeats (BrokerLifecycleManager): one in flight at a time; every
-	// 10ms from registration until first unfenced, then every
+	// 10ms while starting (until the controller answers IsCaughtUp), one
+	// at once when ready to be unfenced, else every
 	// broker.heartbeat.interval.ms.
-	beating    bool
-	unfencedAt int64 // the broker epoch it was last unfenced in, -1 if none
+	beating bool
 	// The metadata log (metadata_log.go): the broker observes the quorum
 	// and meta applies every committed entry; image is what meta's state
 	// made at the last publish.
@@ -89,7 +89,7 @@ func (b *Broker) ID() int32 { return b.opts.ID }
 // partitions this broker hosts; first the broker registers.
 func (b *Broker) Start(e env.Env) {
 	b.e = e
-	b.brokerEpoch, b.beating, b.unfencedAt = -1, false, -1
+	b.brokerEpoch, b.beating = -1, false
 	b.image = &metadata.Image{Topics: map[string]*metadata.Topic{}}
 	b.partitions = map[metadata.TopicPartition]*partition{}
 	b.peers = map[int32]*rpc.Client{}
@@ -177,10 +177,11 @@ func (b *Broker) heartbeat() {
 	b.sendHeartbeat()
 }
 
-// sendHeartbeat sends one heartbeat unless one is in flight. Until the
-// controller first unfences this incarnation the next follows 10ms after
-// the answer (BrokerLifecycleManager's STARTING and RECOVERY states), so a
-// broker that has caught up is unfenced without waiting an interval.
+// sendHeartbeat sends one heartbeat unless one is in flight. While the
+// broker is starting (the controller has not yet answered IsCaughtUp) the
+// next follows 10ms after the answer, as BrokerLifecycleManager's STARTING
+// state does; once it is ready to be unfenced it sends one at once
+// (setReadyToUnfence: publishMetadata); otherwise at the interval.
 func (b *Broker) sendHeartbeat() {
 	if b.brokerEpoch < 0 || b.beating {
 		return
@@ -210,10 +211,7 @@ func (b *Broker) sendHeartbeat() {
 		case r.ErrorCode != 0:
 		case r.IsCaughtUp && !b.installed:
 			b.metadataCaughtUp()
-			b.e.AfterFunc(10*time.Millisecond, b.sendHeartbeat)
-		case !r.IsFenced:
-			b.unfencedAt = epoch
-		case b.unfencedAt != epoch:
+		case !b.installed:
 			b.e.AfterFunc(10*time.Millisecond, b.sendHeartbeat)
 		}
 	})

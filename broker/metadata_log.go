@@ -103,7 +103,11 @@ func (b *Broker) publishMetadata() {
 	if b.published == b.meta.Applied {
 		return
 	}
+	first := b.published < 0
 	b.published = b.meta.Applied
+	if first {
+		defer b.sendHeartbeat() // ready to be unfenced: tell the controller at once
+	}
 	img := b.meta.St.Image()
 	b.image = img
 	for _, name := range img.TopicNames() {
