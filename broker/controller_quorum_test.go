@@ -225,6 +225,13 @@ func TestDescribeQuorumThroughABroker(t *testing.T) {
 		require.GreaterOrEqual(t, v.LogEndOffset, int64(0), "voter %d has fetched", v.ReplicaID)
 		require.Positive(t, v.LastFetchTimestamp)
 	}
+	// The brokers follow the log as observers: the leader lists them apart.
+	var observers []int32
+	for _, o := range got.Observers {
+		require.GreaterOrEqual(t, o.LogEndOffset, int64(0), "observer %d has fetched", o.ReplicaID)
+		observers = append(observers, o.ReplicaID)
+	}
+	require.Equal(t, []int32{0, 1, 2}, observers, "every broker is an observer")
 }
 
 // call sends req to node addr from the client and runs the world until the
