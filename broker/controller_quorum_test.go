@@ -186,7 +186,8 @@ func TestAnActiveControllerCutFromItsQuorumCannotFenceAndIsReplaced(t *testing.T
 
 // DescribeQuorum, asked of a broker, is forwarded to the controllers and
 // answered by the quorum's leader: its id and epoch, the high watermark,
-// every voter's log end and last fetch, every voter's endpoint.
+// every voter's log end and last fetch, every voter's endpoint, and the
+// brokers as observers.
 func TestDescribeQuorumThroughABroker(t *testing.T) {
 	q := newQuorumCluster(t, 2)
 	require.NoError(t, q.w.RunFor(2*time.Second))
