@@ -134,6 +134,10 @@ const (
 	CorruptBatchDetected = "corrupt-batch-detected"
 	// SyncFailedHalt: a broker's fsync failed and it halted, as Kafka does.
 	SyncFailedHalt = "sync-failed-halt"
+	// MetadataSnapshotInstalled: a controller or broker behind the
+	// quorum leader's log start fetched the leader's metadata snapshot and
+	// installed it (KIP-630).
+	MetadataSnapshotInstalled = "metadata-snapshot-installed"
 )
 
 // Info describes one probe.
@@ -177,6 +181,7 @@ var Catalogue = []Info{
 	{PowerLossDroppedUnsynced, "world", "a power loss dropped bytes not yet synced"},
 	{CorruptBatchDetected, "broker", "a batch failing its checksum was refused or cut"},
 	{SyncFailedHalt, "broker", "a failed fsync halted the broker"},
+	{MetadataSnapshotInstalled, "controller", "a replica behind the leader's log start fetched and installed its metadata snapshot"},
 }
 
 // Known reports whether name is a probe of the catalogue.

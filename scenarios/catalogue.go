@@ -306,6 +306,15 @@ var catalogue = slices.Concat(
 			s.Name = "acks-all-fsync-three-controllers@correlated-power"
 			s.Cluster.Controllers = 3
 		}),
+		// Three controllers snapshotting the metadata every kilobyte: a
+		// controller or broker that restarts behind the leader's log start
+		// fetches and installs its snapshot; the claim still holds.
+		scenario("acks-all-idempotent-three-controllers-snapshots", "acks-all-idempotent with a KRaft quorum of three controllers under crashes (a controller among the targets) and metadata.log.max.record.bytes.between.snapshots=1024: restarted controllers and brokers come back from snapshots, or fetch the leader's", func(s *Scenario) {
+			*s = acksAllIdempotent
+			s.Name = "acks-all-idempotent-three-controllers-snapshots"
+			s.Cluster.Controllers, s.Cluster.MetadataLogMaxRecordBytesBetweenSnapshots = 3, 1024
+			s.Probes = append(slices.Clone(s.Probes), probe.MetadataSnapshotInstalled)
+		}),
 		scenario("acks-all-fsync-three-controllers-no-metadata-fsync", "twin of acks-all-fsync-three-controllers@correlated-power with metadata.log.fsync=false: entries commit from the page cache; the whole quorum losing power once the cluster's metadata is committed takes every entry since the controllers started — registrations, the topic, elections — and the cluster is stuck (with fsync the same schedule holds, every write acknowledged)", func(s *Scenario) {
 			*s = acksAllFsync
 			s.Name = "acks-all-fsync-three-controllers-no-metadata-fsync"

@@ -10,6 +10,7 @@ import (
 	"github.com/kafkasim/kafkasim/broker/rpc"
 	"github.com/kafkasim/kafkasim/env"
 	"github.com/kafkasim/kafkasim/internal/invariant"
+	"github.com/kafkasim/kafkasim/probe"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -385,6 +386,7 @@ func (v *Voter) apply(effs []raft.Effect) {
 			}
 			v.appended = false
 			v.e.Log("quorum-snapshot-installed", "id", v.cfg.ID, "snapshot", ef.S.ID.String(), "bytes", len(ef.S.Data))
+			v.e.Probe(probe.MetadataSnapshotInstalled, v.e.Name())
 			v.delivered = max(v.delivered, ef.S.ID.EndOffset)
 			if v.cfg.OnSnapshot != nil {
 				v.cfg.OnSnapshot(ef.S)
