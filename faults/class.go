@@ -18,7 +18,7 @@ const (
 	ClassNetwork                           // partitions, one-way cuts, clogs, resets, delayed frames
 	ClassPower                             // power loss of one node at a time
 	ClassCorrelatedPower                   // power loss of several nodes at once (up to every broker)
-	ClassDisk                              // failed syncs and reads, corruption of a minority of brokers
+	ClassDisk                              // failed syncs and reads, corruption of a minority of brokers (and of controllers, with 3 or more)
 	ClassClock                             // clock skew and drift, pauses
 
 	ClassNone Class = 0
@@ -141,7 +141,8 @@ func (c Class) kinds() map[Kind]bool {
 //     once, and each begins at least o.SettleTime after the last one was
 //     undone, so no two replicas lose unsynced data together;
 //   - correlated-power: at most every broker is off at once;
-//   - disk: faults hit named brokers only, at most o.DiskFaultyMax of them.
+//   - disk: faults hit named brokers, at most o.DiskFaultyMax of them, and
+//     a minority of the controllers when there are three or more.
 //
 // The runner can use it to refuse a hand-written schedule (--faults) that
 // would make a violation meaningless.
@@ -200,21 +201,39 @@ func (c Class) Check(s Schedule, o Options) error {
 			lastClosed = a.At
 		}
 	}
-	faulty := map[string]bool{}
+	faulty, faultyControllers := map[string]bool{}, map[string]bool{}
 	for _, a := range s {
 		switch a.Kind {
 		case KindFailSync, KindFailRead, KindCorrupt:
-			if a.Target.Role != RoleNode || !slices.Contains(o.Brokers, a.Target.Name) {
-				return fmt.Errorf("faults: %q: disk faults must name a broker", a.String())
+			switch {
+			case a.Target.Role == RoleNode && slices.Contains(o.Brokers, a.Target.Name):
+				faulty[a.Target.Name] = true
+			case a.Target.Role == RoleNode && slices.Contains(o.Controllers, a.Target.Name):
+				faultyControllers[a.Target.Name] = true
+			default:
+				return fmt.Errorf("faults: %q: disk faults must name a broker or a controller", a.String())
 			}
-			faulty[a.Target.Name] = true
 		}
 	}
 	if len(faulty) > o.diskFaultyMax() {
 		return fmt.Errorf("faults: disk faults on %d brokers (%s); class %s allows %d",
 			len(faulty), strings.Join(slices.Sorted(maps.Keys(faulty)), ", "), c, o.diskFaultyMax())
 	}
+	if n := controllerDiskFaultyMax(o); len(faultyControllers) > n {
+		return fmt.Errorf("faults: disk faults on %d controllers (%s); class %s allows %d of %d (a minority, with 3 or more)",
+			len(faultyControllers), strings.Join(slices.Sorted(maps.Keys(faultyControllers)), ", "), c, n, len(o.Controllers))
+	}
 	return nil
+}
+
+// controllerDiskFaultyMax is how many controllers disk faults may hit: a
+// minority of a quorum of three or more, none of a lone controller (whose
+// metadata log has no other copy).
+func controllerDiskFaultyMax(o Options) int {
+	if len(o.Controllers) < 3 {
+		return 0
+	}
+	return (len(o.Controllers) - 1) / 2
 }
 
 // structure is how a schedule's actions depend on each other: which action

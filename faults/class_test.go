@@ -243,3 +243,38 @@ func TestRapidSchedulesKeepTheirClassPromise(t *testing.T) {
 		}))
 	}
 }
+
+// The disk class reaches the controllers too when a quorum can spare one:
+// with three, disk faults hit controller-0 now and then (its metadata log,
+// snapshots and quorum state) and never two controllers; a lone controller
+// is never hit, and a schedule that faults it, or a majority of three, is
+// refused.
+func TestDiskFaultsHitAMinorityOfTheControllersOnly(t *testing.T) {
+	o := cluster()
+	o.Controllers = []string{"controller-0", "controller-1", "controller-2"}
+	hitController := 0
+	for seed := uint64(1); seed <= 200; seed++ {
+		s := faults.Generate(env.NewRand(seed), faults.ClassDisk, o)
+		require.NoError(t, faults.ClassDisk.Check(s, o), "seed %d", seed)
+		for _, a := range s {
+			if a.Kind != faults.KindStart && slices.Contains(o.Controllers, a.Target.Name) {
+				require.Equal(t, "controller-0", a.Target.Name, "seed %d", seed)
+				hitController++
+			}
+		}
+	}
+	require.Positive(t, hitController, "some disk fault of 200 runs hits a controller")
+
+	two, err := faults.ParseSchedule("+1s corrupt controller-0\n+2s corrupt controller-1")
+	require.NoError(t, err)
+	require.ErrorContains(t, faults.ClassDisk.Check(two, o), "disk faults on 2 controllers")
+	o.Controllers = []string{"controller"}
+	one, err := faults.ParseSchedule("+1s corrupt controller")
+	require.NoError(t, err)
+	require.ErrorContains(t, faults.ClassDisk.Check(one, o), "disk faults on 1 controllers")
+	for seed := uint64(1); seed <= 100; seed++ {
+		for _, a := range faults.Generate(env.NewRand(seed), faults.ClassDisk, o) {
+			require.NotEqual(t, "controller", a.Target.Name, "seed %d: a lone controller's disk is never faulted", seed)
+		}
+	}
+}

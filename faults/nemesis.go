@@ -277,6 +277,10 @@ func newGenerator(c Class, o Options, faulty func(n int) []string) *generator {
 	}
 	if n := o.diskFaultyMax(); n > 0 && c&ClassDisk != 0 {
 		g.faulty = faulty(n)
+		// A minority of a quorum of three or more controllers too: the
+		// first (len-1)/2 of them (their metadata logs, snapshots and
+		// quorum state; a majority keeps every committed entry).
+		g.faulty = append(g.faulty, o.Controllers[:controllerDiskFaultyMax(o)]...)
 	}
 	for _, f := range features {
 		if c&f.class != 0 && g.can(f.name) {
