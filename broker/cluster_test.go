@@ -2,7 +2,6 @@ package broker_test
 
 import (
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -37,11 +36,7 @@ type cluster struct {
 }
 
 func newCluster(t *testing.T, seed uint64, brokers int, cfg config.Cluster) *cluster {
-	o := sim.Options{Seed: seed}
-	if os.Getenv("KS_DEBUG") != "" {
-		o.TraceJSON = os.Stderr
-	}
-	w := sim.New(o)
+	w := sim.New(sim.Options{Seed: seed})
 	c := &cluster{t: t, w: w, cfg: cfg, clients: map[string]*rpc.Client{}}
 	w.AddNode("controller", func() env.Process { return controller.New(cfg) }).Start()
 	for i := range brokers {

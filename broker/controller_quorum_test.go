@@ -235,6 +235,23 @@ func TestDescribeQuorumThroughABroker(t *testing.T) {
 	require.Equal(t, []int32{0, 1, 2}, observers, "every broker is an observer")
 }
 
+// produce sends one acks=all write of v to tp's partition on broker addr
+// and returns the partition's error code.
+func (q *quorumCluster) produce(t *testing.T, addr string, tp metadata.TopicPartition, v string) int16 {
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = tp.Topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition = tp.Partition
+	rp.Records = record.Values(q.w.Now().UnixMilli(), []byte(v))
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, ok := q.call(t, addr, req).(*kmsg.ProduceResponse)
+	require.True(t, ok, "%s answered", addr)
+	return resp.Topics[0].Partitions[0].ErrorCode
+}
+
 // call sends req to node addr from the client and runs the world until the
 // answer (nil if the call failed).
 func (q *quorumCluster) call(t *testing.T, addr string, req kmsg.Request) kmsg.Response {
@@ -280,19 +297,7 @@ func TestBrokersKeepServingWhileTheQuorumElects(t *testing.T) {
 	leader := q.brokers[leaderOf()]
 
 	q.w.Node(q.activeName()).Crash()
-	produce := func(v string) int16 {
-		req := kmsg.NewPtrProduceRequest()
-		req.Acks, req.TimeoutMillis = -1, 5000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = tp.Topic
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = record.Values(q.w.Now().UnixMilli(), []byte(v))
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, ok := q.call(t, leader, req).(*kmsg.ProduceResponse)
-		require.True(t, ok, "the leader answered")
-		return resp.Topics[0].Partitions[0].ErrorCode
-	}
+	produce := func(v string) int16 { return q.produce(t, leader, tp, v) }
 	for i := range 5 {
 		require.Zero(t, produce(fmt.Sprint("during-", i)), "write %d while the quorum elects", i)
 		require.Nil(t, q.active(), "no controller is active yet: the write did not need one")
@@ -458,19 +463,7 @@ func TestAMajorityOfControllersDownElectsNothingAndLosesNothing(t *testing.T) {
 	ok, err = q.w.RunWhile(func() bool { return !q.w.Node(leader).Process().(*broker.Broker).Leads(tp) }, 30*time.Second)
 	require.NoError(t, err)
 	require.True(t, ok, "%s leads %v", leader, tp)
-	produce := func(to string, v string) int16 {
-		req := kmsg.NewPtrProduceRequest()
-		req.Acks, req.TimeoutMillis = -1, 5000
-		rt := kmsg.NewProduceRequestTopic()
-		rt.Topic = tp.Topic
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Records = record.Values(q.w.Now().UnixMilli(), []byte(v))
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, ok := q.call(t, to, req).(*kmsg.ProduceResponse)
-		require.True(t, ok, "%s answered", to)
-		return resp.Topics[0].Partitions[0].ErrorCode
-	}
+	produce := func(to string, v string) int16 { return q.produce(t, to, tp, v) }
 	for i := range 3 {
 		require.Zero(t, produce(leader, fmt.Sprint("before-", i)))
 	}

@@ -42,21 +42,19 @@ func (v *Voter) describe(req *kmsg.DescribeQuorumRequest) *kmsg.DescribeQuorumRe
 				pr.LeaderID, pr.LeaderEpoch = v.node.LeaderID(), v.node.Epoch()
 			default:
 				pr.LeaderID, pr.LeaderEpoch, pr.HighWatermark = v.cfg.ID, v.node.Epoch(), v.node.HighWatermark()
-				for _, vs := range v.node.VoterStates() {
+				replica := func(st raft.VoterState) kmsg.DescribeQuorumResponseTopicPartitionReplicaState {
 					rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
-					rs.ReplicaID, rs.LogEndOffset = vs.ID, vs.LogEnd
-					if vs.LogEnd >= 0 {
-						rs.LastFetchTimestamp, rs.LastCaughtUpTimestamp = millis(vs.LastFetch), millis(vs.CaughtUp)
+					rs.ReplicaID, rs.LogEndOffset = st.ID, st.LogEnd
+					if st.LogEnd >= 0 {
+						rs.LastFetchTimestamp, rs.LastCaughtUpTimestamp = millis(st.LastFetch), millis(st.CaughtUp)
 					}
-					pr.CurrentVoters = append(pr.CurrentVoters, rs)
+					return rs
 				}
-				for _, os := range v.node.ObserverStates() {
-					rs := kmsg.NewDescribeQuorumResponseTopicPartitionReplicaState()
-					rs.ReplicaID, rs.LogEndOffset = os.ID, os.LogEnd
-					if os.LogEnd >= 0 {
-						rs.LastFetchTimestamp, rs.LastCaughtUpTimestamp = millis(os.LastFetch), millis(os.CaughtUp)
-					}
-					pr.Observers = append(pr.Observers, rs)
+				for _, st := range v.node.VoterStates() {
+					pr.CurrentVoters = append(pr.CurrentVoters, replica(st))
+				}
+				for _, st := range v.node.ObserverStates() {
+					pr.Observers = append(pr.Observers, replica(st))
 				}
 			}
 			tr.Partitions = append(tr.Partitions, pr)

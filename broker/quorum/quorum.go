@@ -200,9 +200,6 @@ func (v *Voter) Snapshot(end int64, data []byte) error {
 	return err
 }
 
-// LatestSnapshot is the node's latest snapshot (read only).
-func (v *Voter) LatestSnapshot() raft.Snapshot { return v.node.LatestSnapshot() }
-
 // LogStart is the first offset the metadata log holds.
 func (v *Voter) LogStart() int64 { return v.node.LogStart() }
 
