@@ -28,6 +28,11 @@ type Options struct {
 	Controllers map[int32]string
 	ClusterID   string
 	Cluster     config.Cluster
+	// InterBrokerListener is inter.broker.listener.name: the name of the
+	// node's listener (env.Env.ListenerAddr) other brokers reach this one
+	// on, and the only one granted CLUSTER_ACTION (listeners.go). Empty: the
+	// client listener serves both, as a broker with one listener does.
+	InterBrokerListener string
 	// HighWatermarkCheckpointInterval is
 	// replica.high.watermark.checkpoint.interval.ms.
 	HighWatermarkCheckpointInterval time.Duration
@@ -147,14 +152,7 @@ func (b *Broker) register() {
 	req.BrokerID = b.opts.ID
 	req.ClusterID = b.opts.ClusterID
 	req.IncarnationID = b.incarnation
-	l := kmsg.NewBrokerRegistrationRequestListener()
-	l.Name = "PLAINTEXT"
-	host, port := metadata.SplitAddr(b.e.Name())
-	l.Host = host
-	if port > 0 {
-		l.Port = uint16(port)
-	}
-	req.Listeners = append(req.Listeners, l)
+	req.Listeners = b.endpoints()
 	b.controller.Do(req, b.cfg.BrokerHeartbeatInterval*2, func(resp kmsg.Response, err error) {
 		b.registering = false
 		if err == nil {
@@ -257,19 +255,7 @@ func (b *Broker) sortedPartitions() []*partition {
 
 // peer returns the client for another broker, made on first use.
 func (b *Broker) peer(id int32) (*rpc.Client, bool) {
-	br, ok := b.image.Broker(id)
-	if !ok {
-		return nil, false
-	}
-	c := b.peers[id]
-	if c == nil || c.Addr() != br.Addr {
-		if c != nil {
-			c.Close()
-		}
-		c = rpc.NewClient(b.rt, br.Addr, rpc.ClientOptions{ClientID: fmt.Sprintf("broker-%d", b.opts.ID), Speaks: Versions})
-		b.peers[id] = c
-	}
-	return c, true
+	return b.peerClient(b.peers, id, fmt.Sprintf("broker-%d", b.opts.ID))
 }
 
 // haltOnStorageError stops the broker after its disk failed it (a failed

@@ -42,14 +42,30 @@ func newCluster(t *testing.T, seed uint64, brokers int, cfg config.Cluster) *clu
 	for i := range brokers {
 		name := fmt.Sprintf("broker-%d", i)
 		c.brokers = append(c.brokers, name)
-		w.AddNode(name, func() env.Process {
-			return broker.New(broker.Options{ID: int32(i), Controllers: map[int32]string{controller.ID: "controller"}, ClusterID: "sim", Cluster: cfg})
-		}).Start()
+		startBroker(w, name, int32(i), map[int32]string{controller.ID: "controller"}, cfg)
 	}
 	w.AddNode("client", func() env.Process { return &driver{} }).Start()
 	require.NoError(t, w.RunFor(3*time.Second))
 	c.d = w.Node("client").Process().(*driver)
 	return c
+}
+
+// The test clusters' brokers reach each other on an inter-broker listener of
+// their own, as the scenarios' do: a client connection (the driver's, at the
+// node's name) cannot replicate or write transaction markers.
+const (
+	interBrokerListener = "INTERNAL"
+	interBrokerPort     = 9094
+)
+
+// startBroker adds and boots broker id on node name, with its inter-broker
+// listener.
+func startBroker(w *sim.World, name string, id int32, controllers map[int32]string, cfg config.Cluster) {
+	n := w.AddNode(name, func() env.Process {
+		return broker.New(broker.Options{ID: id, Controllers: controllers, ClusterID: "sim", Cluster: cfg, InterBrokerListener: interBrokerListener})
+	})
+	n.Listen(interBrokerListener, interBrokerPort)
+	n.Start()
 }
 
 func (c *cluster) broker(i int) *broker.Broker {

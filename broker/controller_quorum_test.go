@@ -108,9 +108,7 @@ func newQuorumClusterWith(t *testing.T, seed uint64, cfg config.Cluster) *quorum
 	for i := range 3 {
 		name := fmt.Sprintf("broker-%d", i)
 		q.brokers = append(q.brokers, name)
-		w.AddNode(name, func() env.Process {
-			return broker.New(broker.Options{ID: int32(i), Controllers: voters, ClusterID: "sim", Cluster: cfg})
-		}).Start()
+		startBroker(w, name, int32(i), voters, cfg)
 	}
 	w.AddNode("client", func() env.Process { return &driver{} }).Start()
 	allLive := func() bool {

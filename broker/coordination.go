@@ -99,7 +99,9 @@ func (b *Broker) coordinatorFor(topic, key string, partitions int) (metadata.Bro
 	return br, 0
 }
 
-func (b *Broker) handleFindCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
+// handleFindCoordinator answers with the coordinator's address on the
+// request's listener; one without that listener is not available.
+func (b *Broker) handleFindCoordinator(listener string, req *kmsg.FindCoordinatorRequest) *kmsg.FindCoordinatorResponse {
 	resp := kmsg.NewPtrFindCoordinatorResponse()
 	keys := req.CoordinatorKeys
 	if req.Version < 4 {
@@ -118,9 +120,13 @@ func (b *Broker) handleFindCoordinator(req *kmsg.FindCoordinatorRequest) *kmsg.F
 		}
 		if rc.ErrorCode == 0 {
 			br, code := b.coordinatorFor(topic, key, parts)
+			addr, on := br.AddrOn(listener)
+			if code == 0 && !on {
+				code = kerr.CoordinatorNotAvailable.Code
+			}
 			rc.ErrorCode = code
 			rc.NodeID = br.ID
-			rc.Host, rc.Port = metadata.SplitAddr(br.Addr)
+			rc.Host, rc.Port = metadata.SplitAddr(addr)
 			if code != 0 {
 				rc.NodeID, rc.Host, rc.Port = -1, "", -1
 			}

@@ -21,6 +21,10 @@ func (b *Broker) handleFetch(r *rpc.Request, req *kmsg.FetchRequest) {
 	if req.Version >= 15 {
 		replica = req.ReplicaState.ID
 	}
+	if replica >= 0 && !b.clusterAction(r) {
+		r.Respond(followerFetchRefused(req))
+		return
+	}
 	if replica >= 0 {
 		b.recordFollowerFetch(replica, req)
 	}
@@ -38,6 +42,26 @@ func (b *Broker) handleFetch(r *rpc.Request, req *kmsg.FetchRequest) {
 		}
 	}
 	d.timer = b.e.AfterFunc(time.Duration(req.MaxWaitMillis)*time.Millisecond, d.timeout)
+}
+
+// followerFetchRefused answers a follower fetch from a connection without
+// CLUSTER_ACTION as Kafka's handleFetchRequest does: every partition
+// TOPIC_AUTHORIZATION_FAILED, nothing read, no follower state moved.
+func followerFetchRefused(req *kmsg.FetchRequest) *kmsg.FetchResponse {
+	resp := kmsg.NewPtrFetchResponse()
+	for _, rt := range req.Topics {
+		t := kmsg.NewFetchResponseTopic()
+		t.Topic, t.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewFetchResponseTopicPartition()
+			p.Partition = rp.Partition
+			p.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return resp
 }
 
 type delayedFetch struct {

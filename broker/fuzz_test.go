@@ -72,9 +72,11 @@ const (
 // Not checked: what a well-formed but hostile request does to the cluster's
 // state. A broker learns metadata only from the controllers' log (it serves
 // no UpdateMetadata, as KRaft brokers do not; the updatemetadata seed checks
-// it is refused), but WriteTxnMarkers is served to any connection (Kafka
-// guards it with the CLUSTER_ACTION ACL): a matter of authentication, not
-// of decoding.
+// it is refused). This broker has one listener, so it grants CLUSTER_ACTION
+// to every connection and the fuzzer reaches the inter-broker handlers too
+// (follower fetches, WriteTxnMarkers); with an inter-broker listener of its
+// own a client connection is refused them
+// (TestAClientConnectionCannotReplicateOrWriteTransactionMarkers).
 //
 // The seed corpus in testdata/fuzz/FuzzBrokerRequest holds a valid request
 // of every API the broker serves (write it again with

@@ -22,7 +22,7 @@ func (b *Broker) serve(r *rpc.Request) {
 	case *kmsg.ListOffsetsRequest:
 		r.Respond(b.handleListOffsets(req))
 	case *kmsg.MetadataRequest:
-		r.Respond(b.handleMetadata(req))
+		r.Respond(b.handleMetadata(listenerName(r.Listener), req))
 	case *kmsg.OffsetForLeaderEpochRequest:
 		r.Respond(b.handleOffsetForLeaderEpoch(req))
 	case *kmsg.CreateTopicsRequest:
@@ -32,7 +32,7 @@ func (b *Broker) serve(r *rpc.Request) {
 	case *kmsg.InitProducerIDRequest:
 		b.handleInitProducerID(r, req)
 	case *kmsg.FindCoordinatorRequest:
-		r.Respond(b.handleFindCoordinator(req))
+		r.Respond(b.handleFindCoordinator(listenerName(r.Listener), req))
 	case *kmsg.OffsetCommitRequest:
 		b.groups.handleOffsetCommit(r, req)
 	case *kmsg.OffsetFetchRequest:
@@ -71,14 +71,21 @@ func (b *Broker) checkInvariants() {
 	b.txns.checkInvariants()
 }
 
-func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
+// handleMetadata answers with the brokers' endpoints on the listener the
+// request came in on; a broker without one is left out, and a partition it
+// leads answers LISTENER_NOT_FOUND (Kafka's KRaftMetadataCache).
+func (b *Broker) handleMetadata(listener string, req *kmsg.MetadataRequest) *kmsg.MetadataResponse {
 	resp := kmsg.NewPtrMetadataResponse()
 	resp.ClusterID = &b.opts.ClusterID
 	resp.ControllerID = b.opts.ID // this broker forwards admin requests
 	for _, br := range b.image.Brokers {
+		addr, ok := br.AddrOn(listener)
+		if !ok {
+			continue
+		}
 		rb := kmsg.NewMetadataResponseBroker()
 		rb.NodeID = br.ID
-		rb.Host, rb.Port = metadata.SplitAddr(br.Addr)
+		rb.Host, rb.Port = metadata.SplitAddr(addr)
 		resp.Brokers = append(resp.Brokers, rb)
 	}
 	var names []string
@@ -114,8 +121,10 @@ func (b *Broker) handleMetadata(req *kmsg.MetadataRequest) *kmsg.MetadataRespons
 					rp.OfflineReplicas = append(rp.OfflineReplicas, r)
 				}
 			}
-			if p.Leader == metadata.NoLeader {
+			if br, live := b.image.Broker(p.Leader); p.Leader == metadata.NoLeader {
 				rp.ErrorCode = kerr.LeaderNotAvailable.Code
+			} else if _, on := br.AddrOn(listener); live && !on {
+				rp.ErrorCode = kerr.ListenerNotFound.Code
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}

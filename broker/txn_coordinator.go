@@ -90,20 +90,7 @@ func newTxnCoordinator(b *Broker) *txnCoordinator {
 
 // peer returns the client in clients for broker id, made on first use.
 func (tc *txnCoordinator) peer(clients map[int32]*rpc.Client, id int32) (*rpc.Client, bool) {
-	b := tc.b
-	br, ok := b.image.Broker(id)
-	if !ok {
-		return nil, false
-	}
-	cl := clients[id]
-	if cl == nil || cl.Addr() != br.Addr {
-		if cl != nil {
-			cl.Close()
-		}
-		cl = rpc.NewClient(b.rt, br.Addr, rpc.ClientOptions{ClientID: fmt.Sprintf("broker-%d-txn", b.opts.ID), Speaks: Versions})
-		clients[id] = cl
-	}
-	return cl, true
+	return tc.b.peerClient(clients, id, fmt.Sprintf("broker-%d-txn", tc.b.opts.ID))
 }
 
 func (tc *txnCoordinator) partitionFor(id string) metadata.TopicPartition {
@@ -499,6 +486,14 @@ func (tc *txnCoordinator) unknownPartitions(tps []metadata.TopicPartition) map[m
 // brokers, batched by transactional id, and with VerifyOnly from a
 // partition leader checking a transactional batch (KIP-890 part 1).
 func (tc *txnCoordinator) handleAddPartitionsToTxn(r *rpc.Request, req *kmsg.AddPartitionsToTxnRequest) {
+	if req.Version >= 4 && !tc.b.clusterAction(r) {
+		// v4+ comes only from brokers verifying a transaction (KIP-890):
+		// CLUSTER_AUTHORIZATION_FAILED from anyone else (listeners.go).
+		resp := kmsg.NewPtrAddPartitionsToTxnResponse()
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		r.Respond(resp)
+		return
+	}
 	if req.Version >= 4 {
 		tc.handleAddPartitionsToTxnBatch(r, req)
 		return

@@ -232,6 +232,28 @@ func (j *markerJob) complete() {
 // handleWriteTxnMarkers is the partition side: append each marker as
 // leader and answer once it is committed.
 func (tc *txnCoordinator) handleWriteTxnMarkers(r *rpc.Request, req *kmsg.WriteTxnMarkersRequest) {
+	if !tc.b.clusterAction(r) {
+		// Only brokers write markers (listeners.go): every partition
+		// CLUSTER_AUTHORIZATION_FAILED, nothing written.
+		resp := kmsg.NewPtrWriteTxnMarkersResponse()
+		for _, m := range req.Markers {
+			rm := kmsg.NewWriteTxnMarkersResponseMarker()
+			rm.ProducerID = m.ProducerID
+			for _, mt := range m.Topics {
+				rt := kmsg.NewWriteTxnMarkersResponseMarkerTopic()
+				rt.Topic = mt.Topic
+				for _, part := range mt.Partitions {
+					rp := kmsg.NewWriteTxnMarkersResponseMarkerTopicPartition()
+					rp.Partition, rp.ErrorCode = part, kerr.ClusterAuthorizationFailed.Code
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				rm.Topics = append(rm.Topics, rt)
+			}
+			resp.Markers = append(resp.Markers, rm)
+		}
+		r.Respond(resp)
+		return
+	}
 	tc.writeMarkers(req, func(resp *kmsg.WriteTxnMarkersResponse) { tc.b.respond(r, resp) })
 }
 

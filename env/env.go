@@ -13,8 +13,20 @@ type ConnID uint64
 // Env is everything a process may touch. All methods are called from the
 // process's own event loop only.
 type Env interface {
-	// Name is the address other processes dial to reach this one.
+	// Name is the address other processes dial to reach this one: its main
+	// listener's.
 	Name() string
+	// ListenerAddr is the address other processes dial to reach this node's
+	// listener called name, or "" if the node has none by that name (the
+	// runtime is given a node's listeners, as Kafka's listeners setting
+	// gives a broker its: KIP-103). ListenerAddr("") is Name.
+	ListenerAddr(name string) string
+	// Listener names the listener an inbound connection arrived on: "" for
+	// the main one, else the name ListenerAddr knows it by. A connection
+	// this process dialed, or one it no longer has, has none: "". A process
+	// may serve a listener's connections differently (a broker answers
+	// inter-broker requests only on its inter-broker listener).
+	Listener(c ConnID) string
 
 	// Now is the node's monotonic clock, for timeouts and delays (Java's
 	// System.nanoTime, Kafka's Time.nanoseconds): it never steps, though it

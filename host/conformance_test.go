@@ -47,7 +47,7 @@ func newHarness(t *testing.T, seed uint64) envtest.Harness {
 	return h
 }
 
-func (h *harness) Start(newProc func() env.Process) string {
+func (h *harness) Start(newProc func() env.Process, listeners ...string) string {
 	h.t.Helper()
 	h.mu.Lock()
 	seed := h.seeds.Uint64()
@@ -58,11 +58,20 @@ func (h *harness) Start(newProc func() env.Process) string {
 		Seed:    &seed,
 		Log:     io.Discard,
 	}
+	if len(listeners) > 0 {
+		opts.Listeners = map[string]string{}
+		for _, l := range listeners {
+			opts.Listeners[l] = "127.0.0.1:0"
+		}
+	}
 	n, err := host.Start(opts, newProc)
 	if err != nil {
 		h.t.Fatalf("starting a node: %v", err)
 	}
-	opts.Listen = n.Addr() // a restart comes back at the same address
+	opts.Listen = n.Addr() // a restart comes back at the same addresses
+	for l := range opts.Listeners {
+		opts.Listeners[l] = n.ListenerAddr(l)
+	}
 	h.mu.Lock()
 	h.nodes[n.Addr()] = &harnessNode{node: n, opts: opts, newProc: newProc}
 	h.mu.Unlock()

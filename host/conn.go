@@ -19,6 +19,9 @@ import (
 type conn struct {
 	n    *Node
 	peer string
+	// listener names the listener an accepted connection came in on ("" the
+	// main one, and for a dialed connection). Set before registration.
+	listener string
 
 	// Owned by the loop.
 	id env.ConnID

@@ -2,8 +2,9 @@
 // wall clock and files, so that the broker, the controller and the clients
 // run outside the simulator unchanged.
 //
-// A Node is one process on one listen address with one data directory. Its
-// contract is the simulator's:
+// A Node is one process on one listen address (and any named listeners
+// beside it, Options.Listeners) with one data directory. Its contract is the
+// simulator's:
 //
 //   - One event loop per node. Every Process method and every function given
 //     to AfterFunc or Node.Do runs on that loop, one call at a time. Goroutines
@@ -15,9 +16,10 @@
 //     Kafka client talks to a Process running here. An inbound length above
 //     Options.FrameBytesMax (or negative) closes the connection before any
 //     allocation, so a hostile length costs nothing.
-//   - Env.Name is the listen address; Dial takes "host:port"; the peer of an
-//     inbound connection is its remote address, of an outbound one the address
-//     dialed.
+//   - Env.Name is the listen address, Env.ListenerAddr a named listener's as
+//     bound; Dial takes "host:port"; the peer of an inbound connection is its
+//     remote address, of an outbound one the address dialed; Env.Listener
+//     names the listener an inbound connection was accepted on.
 //   - Env.Now is the wall clock at boot advanced by the monotonic clock, so it
 //     never runs backwards under a clock step and agrees with the timers.
 //     Timers fire on the loop in deadline order (ties in the order they were

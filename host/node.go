@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -44,6 +45,11 @@ type Options struct {
 	// Listen is the TCP address to listen on; its port may be 0 to pick a
 	// free one (Node.Addr then tells which).
 	Listen string
+	// Listeners are more TCP addresses to listen on, by name (a broker's
+	// inter-broker listener, as Kafka's listeners setting names them:
+	// KIP-103). Ports may be 0; Node.ListenerAddr tells which was picked. The
+	// process tells them apart with Env.Listener.
+	Listeners map[string]string
 	// DataDir is the directory holding the node's disk; created if missing.
 	DataDir string
 	// Seed seeds the node's random stream; nil draws a seed from crypto/rand.
@@ -68,7 +74,7 @@ type Options struct {
 type Node struct {
 	opts Options
 	addr string
-	ln   net.Listener
+	lns  []*namedListener // the main one ("") first, then by name
 	log  *slog.Logger
 
 	events chan event
@@ -161,16 +167,16 @@ func Start(opts Options, factory func() env.Process) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("host: %w", err)
 	}
-	ln, err := net.Listen("tcp", opts.Listen)
+	lns, err := listen(opts)
 	if err != nil {
 		disk.Close()
-		return nil, fmt.Errorf("host: listen on %s: %w", opts.Listen, err)
+		return nil, err
 	}
-	addr := ln.Addr().String()
+	addr := lns[0].addr
 	n := &Node{
 		opts:   opts,
 		addr:   addr,
-		ln:     ln,
+		lns:    lns,
 		log:    slog.New(slog.NewTextHandler(opts.Log, nil)).With("node", addr),
 		events: make(chan event, eventsMax),
 		quit:   make(chan struct{}),
@@ -186,14 +192,68 @@ func Start(opts Options, factory func() env.Process) (*Node, error) {
 	n.clock.Stop()
 	n.proc = factory()
 
-	n.wg.Add(2)
+	n.wg.Add(1 + len(lns))
 	go n.loop()
-	go n.accept()
+	for _, l := range lns {
+		go n.accept(l)
+	}
 	return n, nil
+}
+
+// namedListener is one TCP listener of the node.
+type namedListener struct {
+	name string // "" for the main one
+	addr string // as bound: the port picked for port 0
+	ln   net.Listener
+}
+
+// listen opens the main listener and then the named ones, in name order.
+func listen(opts Options) ([]*namedListener, error) {
+	names := make([]string, 0, len(opts.Listeners))
+	for name := range opts.Listeners {
+		if name == "" {
+			return nil, errors.New("host: Options.Listeners has a listener without a name; the main one is Options.Listen")
+		}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var lns []*namedListener
+	closeAll := func() {
+		for _, l := range lns {
+			l.ln.Close()
+		}
+	}
+	for _, name := range append([]string{""}, names...) {
+		at := opts.Listen
+		if name != "" {
+			at = opts.Listeners[name]
+		}
+		ln, err := net.Listen("tcp", at)
+		if err != nil {
+			closeAll()
+			if name == "" {
+				return nil, fmt.Errorf("host: listen on %s: %w", at, err)
+			}
+			return nil, fmt.Errorf("host: listener %s: listen on %s: %w", name, at, err)
+		}
+		lns = append(lns, &namedListener{name: name, addr: ln.Addr().String(), ln: ln})
+	}
+	return lns, nil
 }
 
 // Addr is the address the node listens on, which is also its env.Name.
 func (n *Node) Addr() string { return n.addr }
+
+// ListenerAddr is the address of the listener called name ("" the main
+// one), as bound; "" if the node has none by that name.
+func (n *Node) ListenerAddr(name string) string {
+	for _, l := range n.lns {
+		if l.name == name {
+			return l.addr
+		}
+	}
+	return ""
+}
 
 // Do runs f on the node's loop, between two process calls, and waits for
 // it. It returns ErrStopped, without running f, once the node has stopped.
@@ -228,7 +288,9 @@ func (n *Node) Stop() {
 	n.stop.Do(func() {
 		close(n.quit)
 		n.cancel()
-		n.ln.Close()
+		for _, l := range n.lns {
+			l.ln.Close()
+		}
 		n.mu.Lock()
 		n.stopped = true
 		live := n.live
@@ -365,13 +427,13 @@ func (n *Node) handle(ev event) {
 	}
 }
 
-// accept hands every inbound connection to the loop until the listener
+// accept hands every inbound connection on l to the loop until the listener
 // closes.
-func (n *Node) accept() {
+func (n *Node) accept(l *namedListener) {
 	defer n.wg.Done()
 	backoff := 5 * time.Millisecond
 	for {
-		nc, err := n.ln.Accept()
+		nc, err := l.ln.Accept()
 		if err != nil {
 			select {
 			case <-n.quit:
@@ -397,6 +459,7 @@ func (n *Node) accept() {
 		backoff = 5 * time.Millisecond
 		c := newConn(n, nc.RemoteAddr().String())
 		c.nc = nc
+		c.listener = l.name
 		if !n.register(c) {
 			return
 		}
@@ -416,7 +479,15 @@ type nodeEnv Node
 
 var _ env.Env = (*nodeEnv)(nil)
 
-func (e *nodeEnv) Name() string { return e.addr }
+func (e *nodeEnv) Name() string                    { return e.addr }
+func (e *nodeEnv) ListenerAddr(name string) string { return (*Node)(e).ListenerAddr(name) }
+
+func (e *nodeEnv) Listener(id env.ConnID) string {
+	if c := e.conns[id]; c != nil {
+		return c.listener
+	}
+	return ""
+}
 
 func (e *nodeEnv) Now() env.Time       { return (*Node)(e).now() }
 func (e *nodeEnv) WallClock() env.Time { return env.Time(time.Now().UnixNano()) }

@@ -96,12 +96,22 @@ func buildCluster(s Scenario, o sim.Options, defects defect.Set) *cluster {
 		name := brokerNode(i)
 		c.brokers = append(c.brokers, name)
 		id := int32(i)
-		c.w.AddNode(name, func() env.Process {
-			return broker.New(broker.Options{ID: id, Controllers: voters, ClusterID: "kafkasim", Cluster: cfg})
-		}).Start()
+		n := c.w.AddNode(name, func() env.Process {
+			return broker.New(broker.Options{ID: id, Controllers: voters, ClusterID: "kafkasim", Cluster: cfg, InterBrokerListener: interBrokerListener})
+		})
+		n.Listen(interBrokerListener, interBrokerPort)
+		n.Start()
 	}
 	return c
 }
+
+// Every broker has its own inter-broker listener (KIP-103): clients reach
+// it at its node's name, other brokers at name:9094, and only those may
+// replicate or write transaction markers.
+const (
+	interBrokerListener = "INTERNAL"
+	interBrokerPort     = 9094
+)
 
 // controllerNames are the controller nodes of a quorum of n: "controller"
 // alone, else "controller-0" and on.

@@ -5,7 +5,10 @@
 // pass in wall-clock seconds. Nodes run env.Process code — brokers, the
 // controller, client applications, the sink store — each on its own
 // single-threaded loop fed by the world: timers, connections, frames, a disk,
-// a random stream, all through env.Env.
+// a random stream, all through env.Env. A node is dialed at its name (its
+// main listener) or at name:port, a listener Node.Listen gave it (a broker's
+// inter-broker listener); a port nobody listens on refuses the connection.
+// Faults act on nodes, so every listener of a node shares its fate.
 //
 // The world is also the nemesis's hands. Nodes crash (memory lost, page
 // cache kept), lose power (unsynced bytes lost, the last write maybe torn),

@@ -17,10 +17,14 @@ type envHarness struct {
 	n int
 }
 
-func (h *envHarness) Start(newProc func() env.Process) string {
+func (h *envHarness) Start(newProc func() env.Process, listeners ...string) string {
 	h.n++
 	name := fmt.Sprintf("node%d", h.n)
-	h.w.AddNode(name, newProc).Start()
+	n := h.w.AddNode(name, newProc)
+	for i, l := range listeners {
+		n.Listen(l, 9093+i)
+	}
+	n.Start()
 	return name
 }
 

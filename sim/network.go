@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/kafkasim/kafkasim/env"
@@ -40,6 +42,10 @@ type conn struct {
 	ends    [2]*endpoint
 	dialing bool
 	failed  bool // reset or refused: no frame moves any more
+	// port is the dialed port (0: the main listener); listener, once
+	// accepted, the name of the listener there.
+	port     int
+	listener string
 }
 
 // endpoint is one side of a connection, owned by one process incarnation.
@@ -136,8 +142,10 @@ func (net *network) dial(n *Node, addr string) env.ConnID {
 	c.ends[0] = src
 	n.conns[env.ConnID(c.id)] = src
 	w := net.w
-	target := w.byName[addr]
-	if target == nil {
+	host, port := splitAddr(addr)
+	c.port = port
+	target := w.byName[host]
+	if target == nil || port < 0 {
 		// No such host: the dialer hears so after one round of name lookup.
 		w.trace.conn(traceRefused, n, nil, c.id, 0)
 		w.queue.push(event{at: w.now.Add(net.drawLatency(n.index, n.index)), kind: evClosed, node: n, gen: n.inc, id: c.id})
@@ -171,13 +179,14 @@ func (net *network) arriveDial(n *Node, e event) {
 		c.failed = true
 		w.queue.push(event{at: w.now.Add(w.opts.ConnectTimeout), kind: evClosed, node: src.node, gen: src.inc, id: c.id})
 		net.drop(src.out)
-	case n.state == nodeDown || !n.started:
+	case n.state == nodeDown || !n.started || !listens(n, c.port):
 		// Nobody listens: the kernel answers with a reset.
 		c.failed = true
 		w.trace.conn(traceRefused, src.node, n, c.id, 0)
 		w.queue.push(event{at: w.now.Add(back), kind: evClosed, node: src.node, gen: src.inc, id: c.id})
 		net.drop(src.out)
 	default:
+		c.listener, _ = n.listenerAt(c.port)
 		dst := &endpoint{conn: c, node: n, inc: n.inc}
 		dst.out = &pipe{conn: c, from: n.index, to: src.node.index, src: dst, lastAt: w.now.Add(back)}
 		c.ends[1] = dst
@@ -187,6 +196,25 @@ func (net *network) arriveDial(n *Node, e event) {
 		n.dispatch(event{at: w.now, kind: evConnected, node: n, gen: n.inc, id: c.id})
 		w.queue.push(event{at: w.now.Add(back), kind: evConnected, node: src.node, gen: src.inc, id: c.id})
 	}
+}
+
+// splitAddr reads a dialed address: a node's name alone (its main listener,
+// port 0) or name:port. A port that does not parse is -1: nobody is there.
+func splitAddr(addr string) (node string, port int) {
+	i := strings.LastIndexByte(addr, ':')
+	if i < 0 {
+		return addr, 0
+	}
+	p, err := strconv.Atoi(addr[i+1:])
+	if err != nil || p <= 0 || p > 65535 {
+		return addr[:i], -1
+	}
+	return addr[:i], p
+}
+
+func listens(n *Node, port int) bool {
+	_, ok := n.listenerAt(port)
+	return ok
 }
 
 // dispatchNode delivers connection news to a process.

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/kafkasim/kafkasim/env"
@@ -49,6 +50,16 @@ type Node struct {
 	timers    map[env.TimerID]func()
 	timerNext env.TimerID
 	conns     map[env.ConnID]*endpoint
+
+	// listeners are the named listeners beside the main one, in the order
+	// Listen added them.
+	listeners []listener
+}
+
+// listener is one named listener of a node, at address name:port.
+type listener struct {
+	name string
+	port int
 }
 
 type node = Node
@@ -74,6 +85,55 @@ func (w *World) AddNode(name string, factory func() env.Process) *Node {
 	w.byName[name] = n
 	w.net.grow(len(w.nodes))
 	return n
+}
+
+// Listen gives the node a listener called name (as a Kafka broker's
+// listeners setting names its) at port, and returns its address, node:port,
+// for peers to dial; the node's name alone dials its main listener. A
+// listener outlives crashes, as a node's configuration does; the process
+// finds the address with Env.ListenerAddr and tells a connection's listener
+// with Env.Listener.
+func (n *Node) Listen(name string, port int) string {
+	switch {
+	case name == "":
+		panic(fmt.Sprintf("sim: node %q: a listener needs a name (the main listener is the node's name)", n.name))
+	case port <= 0 || port > 65535:
+		panic(fmt.Sprintf("sim: node %q: listener %q port %d is not in 1-65535", n.name, name, port))
+	}
+	for _, l := range n.listeners {
+		if l.name == name || l.port == port {
+			panic(fmt.Sprintf("sim: node %q: listener %q port %d clashes with listener %q port %d", n.name, name, port, l.name, l.port))
+		}
+	}
+	n.listeners = append(n.listeners, listener{name, port})
+	return n.listenerAddr(name)
+}
+
+// listenerAddr is the address of the named listener, "" if there is none.
+func (n *Node) listenerAddr(name string) string {
+	if name == "" {
+		return n.name
+	}
+	for _, l := range n.listeners {
+		if l.name == name {
+			return n.name + ":" + strconv.Itoa(l.port)
+		}
+	}
+	return ""
+}
+
+// listenerAt names the listener at port: "" and true for the main one (port
+// 0), false if nothing listens there.
+func (n *Node) listenerAt(port int) (string, bool) {
+	if port == 0 {
+		return "", true
+	}
+	for _, l := range n.listeners {
+		if l.port == port {
+			return l.name, true
+		}
+	}
+	return "", false
 }
 
 // Node returns the node named name, or nil.

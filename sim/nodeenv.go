@@ -18,7 +18,15 @@ var _ env.Env = (*nodeEnv)(nil)
 
 func (e *nodeEnv) live() bool { return e.n.inc == e.inc && e.n.state == nodeRunning }
 
-func (e *nodeEnv) Name() string        { return e.n.name }
+func (e *nodeEnv) Name() string                    { return e.n.name }
+func (e *nodeEnv) ListenerAddr(name string) string { return e.n.listenerAddr(name) }
+
+func (e *nodeEnv) Listener(c env.ConnID) string {
+	if ep := e.n.conns[c]; e.live() && ep != nil && ep.conn.ends[1] == ep {
+		return ep.conn.listener
+	}
+	return ""
+}
 func (e *nodeEnv) Now() env.Time       { return e.n.now() }
 func (e *nodeEnv) WallClock() env.Time { return e.n.wallClock() }
 

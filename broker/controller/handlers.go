@@ -62,13 +62,13 @@ func (c *Controller) election() election {
 func (c *Controller) registration(r *rpc.Request, req *kmsg.BrokerRegistrationRequest) decision {
 	resp := kmsg.NewPtrBrokerRegistrationResponse()
 	return decision{refuse: notController(r, resp, func(code int16) { resp.ErrorCode = code }), decide: func() ([]metadata.Record, func()) {
-		addr := ""
-		if len(req.Listeners) > 0 {
-			l := req.Listeners[0]
-			addr = l.Host // a simulated node's name has no port
+		var endpoints []metadata.Endpoint
+		for _, l := range req.Listeners {
+			addr := l.Host // a simulated node's main listener has no port
 			if l.Port != 0 {
 				addr = metadata.JoinAddr(l.Host, int32(l.Port))
 			}
+			endpoints = append(endpoints, metadata.Endpoint{Listener: l.Name, Addr: addr})
 		}
 		respond := func() { r.Respond(resp) }
 		old := c.st.Brokers[req.BrokerID]
@@ -83,10 +83,10 @@ func (c *Controller) registration(r *rpc.Request, req *kmsg.BrokerRegistrationRe
 			return nil, respond
 		}
 		// The broker epoch is the offset of the entry that registers it.
-		rec := metadata.BrokerRecord{ID: req.BrokerID, Addr: addr, Epoch: c.voter.LogEnd(), Incarnation: req.IncarnationID}
+		rec := metadata.BrokerRecord{ID: req.BrokerID, Endpoints: endpoints, Epoch: c.voter.LogEnd(), Incarnation: req.IncarnationID}
 		return []metadata.Record{{Broker: &rec}}, func() {
 			c.sessions[req.BrokerID] = c.e.Now()
-			c.e.Log("broker-registered", "broker", req.BrokerID, "addr", addr, "epoch", rec.Epoch)
+			c.e.Log("broker-registered", "broker", req.BrokerID, "endpoints", endpoints, "epoch", rec.Epoch)
 			resp.BrokerEpoch = rec.Epoch
 			respond()
 		}

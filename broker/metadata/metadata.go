@@ -58,8 +58,28 @@ func (p Partition) IsReplica(id int32) bool { return slices.Contains(p.Replicas,
 
 // Broker is one registered broker.
 type Broker struct {
-	ID   int32  `json:"id"`
-	Addr string `json:"addr"`
+	ID        int32      `json:"id"`
+	Endpoints []Endpoint `json:"endpoints"`
+}
+
+// Endpoint is one listener of a broker, as its registration names it
+// (RegisterBrokerRecord's EndPoints): PLAINTEXT for clients, and the
+// inter-broker listener if the broker has its own (KIP-103).
+type Endpoint struct {
+	Listener string `json:"listener"`
+	Addr     string `json:"addr"`
+}
+
+// AddrOn is the broker's address on the named listener, as Kafka's metadata
+// cache answers a request with the endpoints of the listener it came in on;
+// false if the broker registered no such listener.
+func (b Broker) AddrOn(listener string) (string, bool) {
+	for _, e := range b.Endpoints {
+		if e.Listener == listener {
+			return e.Addr, true
+		}
+	}
+	return "", false
 }
 
 // Topic is a topic and its partitions, in partition order.

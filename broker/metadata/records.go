@@ -26,10 +26,10 @@ type Record struct {
 // BrokerRecord registers a broker incarnation. Its epoch is the offset of
 // the entry that registers it, as in KRaft; a broker registers fenced.
 type BrokerRecord struct {
-	ID          int32    `json:"id"`
-	Addr        string   `json:"addr"`
-	Epoch       int64    `json:"epoch"`
-	Incarnation [16]byte `json:"incarnation"`
+	ID          int32      `json:"id"`
+	Endpoints   []Endpoint `json:"endpoints"`
+	Epoch       int64      `json:"epoch"`
+	Incarnation [16]byte   `json:"incarnation"`
 }
 
 // FenceRecord fences or unfences the registered broker id.

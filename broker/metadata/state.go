@@ -40,6 +40,7 @@ func (s *State) Apply(r Record) {
 			s.Brokers[r.Broker.ID] = b
 		}
 		b.BrokerRecord = *r.Broker
+		b.Endpoints = slices.Clone(r.Broker.Endpoints)
 		b.Fenced = true // until its first heartbeat asks to be unfenced
 	case r.Fence != nil:
 		b := s.Brokers[r.Fence.ID]
@@ -99,7 +100,7 @@ func (s *State) Image() *Image {
 	img := &Image{ControllerEpoch: s.Epoch, Topics: map[string]*Topic{}}
 	for _, id := range s.BrokerIDs() {
 		if b := s.Brokers[id]; !b.Fenced {
-			img.Brokers = append(img.Brokers, Broker{ID: id, Addr: b.Addr})
+			img.Brokers = append(img.Brokers, Broker{ID: id, Endpoints: slices.Clone(b.Endpoints)})
 		}
 	}
 	for n, t := range s.Topics {

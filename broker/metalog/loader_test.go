@@ -14,11 +14,11 @@ import (
 func TestASnapshotRebuildsTheStateAndChainTheEntriesMade(t *testing.T) {
 	entries := []raft.Entry{
 		{Offset: 0, Epoch: 1, LeaderChange: true},
-		{Offset: 1, Epoch: 1, Data: metadata.EncodeRecords([]metadata.Record{{Broker: &metadata.BrokerRecord{ID: 0, Addr: "broker-0", Epoch: 1}}})},
+		{Offset: 1, Epoch: 1, Data: metadata.EncodeRecords([]metadata.Record{{Broker: &metadata.BrokerRecord{ID: 0, Endpoints: []metadata.Endpoint{{Listener: "PLAINTEXT", Addr: "broker-0"}}, Epoch: 1}}})},
 		{Offset: 2, Epoch: 1, Data: metadata.EncodeRecords([]metadata.Record{{Fence: &metadata.FenceRecord{ID: 0, Fenced: false}}})},
 		{Offset: 3, Epoch: 2, LeaderChange: true},
 		{Offset: 4, Epoch: 2, Data: metadata.EncodeRecords([]metadata.Record{
-			{Broker: &metadata.BrokerRecord{ID: 1, Addr: "broker-1", Epoch: 4}},
+			{Broker: &metadata.BrokerRecord{ID: 1, Endpoints: []metadata.Endpoint{{Listener: "PLAINTEXT", Addr: "broker-1"}}, Epoch: 4}},
 			{Topic: &metadata.Topic{Name: "orders", Partitions: []metadata.Partition{{
 				TopicPartition: metadata.TopicPartition{Topic: "orders", Partition: 0},
 				Replicas:       []int32{0, 1}, ISR: []int32{0}, Leader: 0, LeaderEpoch: 0, PartitionEpoch: 0,

@@ -26,22 +26,26 @@ type Server struct {
 }
 
 type serverConn struct {
-	id      env.ConnID
-	peer    string
-	queue   []*Request // head is being served
-	closed  bool
-	serving bool
+	id       env.ConnID
+	peer     string
+	listener string
+	queue    []*Request // head is being served
+	closed   bool
+	serving  bool
 }
 
 // Request is one inbound request being served.
 type Request struct {
-	Conn   env.ConnID
-	Peer   string
-	Header wire.RequestHeader
-	Body   kmsg.Request
-	srv    *Server
-	sc     *serverConn
-	done   bool
+	Conn env.ConnID
+	Peer string
+	// Listener names the listener the connection came in on (env.Listener):
+	// "" for the process's main one.
+	Listener string
+	Header   wire.RequestHeader
+	Body     kmsg.Request
+	srv      *Server
+	sc       *serverConn
+	done     bool
 }
 
 // NewServer returns a server for the given APIs. ApiVersions is answered
@@ -51,7 +55,7 @@ func NewServer(versions wire.Versions, handle Handler) *Server {
 }
 
 func (s *Server) accept(c env.ConnID, peer string) {
-	s.conns[c] = &serverConn{id: c, peer: peer}
+	s.conns[c] = &serverConn{id: c, peer: peer, listener: s.e.Listener(c)}
 }
 
 func (s *Server) received(c env.ConnID, frame []byte) {
@@ -91,7 +95,7 @@ func (s *Server) received(c env.ConnID, frame []byte) {
 		s.drop(sc)
 		return
 	}
-	sc.queue = append(sc.queue, &Request{Conn: c, Peer: sc.peer, Header: h, Body: body, srv: s, sc: sc})
+	sc.queue = append(sc.queue, &Request{Conn: c, Peer: sc.peer, Listener: sc.listener, Header: h, Body: body, srv: s, sc: sc})
 	s.next(sc)
 }
 

@@ -14,13 +14,17 @@ import (
 	"github.com/kafkasim/kafkasim/host"
 )
 
-const brokerUsage = `usage: kafkasim broker --id N [--listen ADDR] --data DIR [--controller ID@ADDR[,ID@ADDR...] | --controller ADDR] [cluster flags]
+const brokerUsage = `usage: kafkasim broker --id N [--listen ADDR] [--inter-broker-listen ADDR] --data DIR [--controller ID@ADDR[,ID@ADDR...] | --controller ADDR] [cluster flags]
 
 Runs one broker on TCP until SIGTERM or SIGINT (a clean shutdown: logs
 flushed, high watermarks checkpointed; exit 0). After a crash (SIGKILL) it
-recovers from DIR. ADDR is also the address advertised to clients, so it must
-be one they can dial (not 0.0.0.0). Producers must not compress with snappy,
-lz4 or zstd: the broker speaks none and gzip.
+recovers from DIR. The --listen ADDR is also the address advertised to
+clients, so it must be one they can dial (not 0.0.0.0). Other brokers reach
+this one on its inter-broker listener, which alone may replicate and write
+transaction markers (a client connection is refused them, as a Kafka cluster
+whose ACLs grant CLUSTER_ACTION only to the inter-broker principal); it is
+registered with the controllers, so nobody needs to be told its address.
+Batches may be uncompressed or compressed with gzip, snappy, lz4 or zstd.
 
 `
 
@@ -29,6 +33,7 @@ func runBroker(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() { fmt.Fprint(fs.Output(), brokerUsage); fs.PrintDefaults() }
 	id := fs.Int("id", -1, "broker id, 0 or more, unique in the cluster (required)")
 	listen := fs.String("listen", DefaultBrokerListen, "address to listen on and advertise to clients (port 0: any free port, printed on start)")
+	interBroker := fs.String("inter-broker-listen", "", "address of the inter-broker listener (inter.broker.listener.name "+interBrokerListener+"), advertised to other brokers; empty: the --listen host at any free port, printed on start")
 	data := fs.String("data", "", "directory holding the broker's logs (required)")
 	ctl := fs.String("controller", DefaultControllerListen, "the controllers as ID@HOST:PORT, comma separated, as given to their --quorum (controller.quorum.voters), or the address of a lone controller: the broker follows their metadata log and sends its requests to the active one")
 	clusterID := fs.String("cluster-id", DefaultClusterID, "cluster id reported to clients")
@@ -59,11 +64,23 @@ func runBroker(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kafkasim broker: --listen %s: %v\n", *listen, err)
 		return 2
 	}
+	if *interBroker == "" {
+		host, _, _ := net.SplitHostPort(*listen)
+		*interBroker = net.JoinHostPort(host, "0")
+	}
+	if err := checkAdvertisable(*interBroker); err != nil {
+		fmt.Fprintf(stderr, "kafkasim broker: --inter-broker-listen %s: %v\n", *interBroker, err)
+		return 2
+	}
 	opts := broker.Options{ID: int32(*id), Controllers: controllers, ClusterID: *clusterID, Cluster: cfg,
-		HighWatermarkCheckpointInterval: hwCheckpoint}
-	return serveNode(stdout, stderr, fmt.Sprintf("broker %d", *id), host.Options{Listen: *listen, DataDir: *data},
-		func() env.Process { return broker.New(opts) })
+		HighWatermarkCheckpointInterval: hwCheckpoint, InterBrokerListener: interBrokerListener}
+	hopts := host.Options{Listen: *listen, Listeners: map[string]string{interBrokerListener: *interBroker}, DataDir: *data}
+	return serveNode(stdout, stderr, fmt.Sprintf("broker %d", *id), hopts, func() env.Process { return broker.New(opts) })
 }
+
+// interBrokerListener names a real-mode broker's inter-broker listener, as
+// the simulated clusters name theirs.
+const interBrokerListener = "INTERNAL"
 
 // parseControllers reads a broker's --controller: the quorum's voters as
 // ID@HOST:PORT (what the controllers' --quorum says), or one HOST:PORT, a

@@ -5,9 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -38,6 +40,9 @@ func serveNode(stdout, stderr io.Writer, what string, opts host.Options, factory
 		return 1
 	}
 	fmt.Fprintf(stdout, "kafkasim %s listening on %s, data in %s\n", what, node.Addr(), opts.DataDir)
+	for _, name := range slices.Sorted(maps.Keys(opts.Listeners)) {
+		fmt.Fprintf(stdout, "kafkasim %s listener %s on %s\n", what, name, node.ListenerAddr(name))
+	}
 	select {
 	case s := <-sigs:
 		// A second signal while shutting down gets the default action.

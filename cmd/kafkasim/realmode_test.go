@@ -15,6 +15,7 @@ import (
 	"github.com/kafkasim/kafkasim/broker/config"
 	"github.com/kafkasim/kafkasim/checkers"
 	"github.com/kafkasim/kafkasim/history"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -73,6 +74,24 @@ func TestRealModeKgoSurvivesLeaderKill(t *testing.T) {
 		first = l
 		return ok && l >= 0 && len(isr) == 3
 	})
+	// The brokers replicate on their inter-broker listeners; on the client
+	// listener a follower fetch is refused, as a Kafka cluster whose ACLs
+	// grant CLUSTER_ACTION only to the inter-broker principal refuses it.
+	ff := kmsg.NewPtrFetchRequest()
+	ff.ReplicaID, ff.MaxWaitMillis, ff.MinBytes, ff.MaxBytes = (first+1)%3, 0, 1, 1<<20
+	fft := kmsg.NewFetchRequestTopic()
+	fft.Topic = topic
+	ffp := kmsg.NewFetchRequestTopicPartition()
+	ffp.Partition, ffp.PartitionMaxBytes, ffp.CurrentLeaderEpoch = 0, 1<<20, -1
+	fft.Partitions = append(fft.Partitions, ffp)
+	ff.Topics = append(ff.Topics, fft)
+	ffr, err := admin.Broker(int(first)).Request(ctx, ff)
+	if err != nil {
+		t.Fatalf("follower fetch on the client listener: %v", err)
+	}
+	if code := ffr.(*kmsg.FetchResponse).Topics[0].Partitions[0].ErrorCode; code != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("a follower fetch from a client connection got error %d, want TOPIC_AUTHORIZATION_FAILED", code)
+	}
 
 	// Produce, killing the leader a third of the way in and restarting it
 	// two thirds of the way in.

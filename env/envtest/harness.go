@@ -19,8 +19,10 @@ import (
 type Harness interface {
 	// Start boots a node running the process newProc returns and returns the
 	// node's address: its Env.Name, what peers Dial. newProc is called again
-	// for every Restart of the node.
-	Start(newProc func() env.Process) (addr string)
+	// for every Restart of the node. The node also listens on one listener per
+	// name in listeners, each at an address of the harness's choosing that
+	// stays the same across restarts (Env.ListenerAddr tells it).
+	Start(newProc func() env.Process, listeners ...string) (addr string)
 
 	// Restart crashes the node's process at addr and boots a fresh one from
 	// its newProc, on the same disk, at the same address. It is a process
@@ -86,6 +88,7 @@ var cases = []testCase{
 	{"AcceptorCloseTellsTheDialer", inOneWorld(testAcceptorCloseTellsTheDialer)},
 	{"DialingNobodyGivesClosed", inOneWorld(testDialingNobodyGivesClosed)},
 	{"RestartClosesConnectionsAndTheNodeAnswersAgain", inOneWorld(testRestartClosesConnections)},
+	{"ListenersTellInboundConnectionsApart", inOneWorld(testListenersTellConnectionsApart)},
 	{"DiskWriteAtZeroFillsTheGap", inOneWorld(testDiskWriteAtZeroFills)},
 	{"DiskAppendCreatesAndExtends", inOneWorld(testDiskAppend)},
 	{"DiskReadAtReportsEOFAndMissingFiles", inOneWorld(testDiskReadAt)},

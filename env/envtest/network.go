@@ -273,3 +273,55 @@ func testRestartClosesConnections(t *testing.T, h Harness) {
 		t.Errorf("client saw %q: want its connection closed by the restart before the second boot answers", story)
 	}
 }
+
+// A server listens on its main address and on two named listeners. Each
+// inbound connection knows the listener it came in on; a dialed one knows
+// none; every listener keeps its address across a restart.
+func testListenersTellConnectionsApart(t *testing.T, h Harness) {
+	var j journal
+	var addrs guarded[[3]string] // main, INTERNAL, ADMIN as the server sees them
+	server := h.Start(factory(proc{
+		start: func(e env.Env) {
+			addrs.set([3]string{e.ListenerAddr(""), e.ListenerAddr("INTERNAL"), e.ListenerAddr("ADMIN")})
+			if a := e.ListenerAddr("NOPE"); a != "" {
+				j.add("server: ListenerAddr of a listener it lacks is %q", a)
+			}
+		},
+		connected: func(e env.Env, c env.ConnID, peer string, inbound bool) {
+			j.add("server: inbound=%v listener=%q", inbound, e.Listener(c))
+		},
+	}), "INTERNAL", "ADMIN")
+	waitFor(t, h, "the server started", func() bool { return addrs.get()[1] != "" })
+	a := addrs.get()
+	if a[0] != server || a[1] == server || a[2] == server || a[1] == a[2] || a[2] == "" {
+		t.Fatalf("server's listener addresses (main, INTERNAL, ADMIN) are %q; want the main one %q and two others, all distinct", a, server)
+	}
+	h.Start(factory(proc{
+		start: func(e env.Env) {
+			for _, to := range a {
+				e.Dial(to)
+			}
+		},
+		connected: func(e env.Env, c env.ConnID, peer string, inbound bool) {
+			j.add("client: inbound=%v listener=%q", inbound, e.Listener(c))
+		},
+	}))
+	waitFor(t, h, "three connections connected at both ends", func() bool { return j.len() >= 6 })
+	settle(h)
+	got := j.all()
+	slices.Sort(got)
+	want := []string{
+		`client: inbound=false listener=""`, `client: inbound=false listener=""`, `client: inbound=false listener=""`,
+		`server: inbound=true listener=""`, `server: inbound=true listener="ADMIN"`, `server: inbound=true listener="INTERNAL"`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("connections seen:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+
+	addrs.set([3]string{})
+	h.Restart(server)
+	waitFor(t, h, "the server restarted", func() bool { return addrs.get()[1] != "" })
+	if b := addrs.get(); b != a {
+		t.Errorf("after a restart the listener addresses are %q, were %q", b, a)
+	}
+}
