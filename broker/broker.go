@@ -66,7 +66,10 @@ type Broker struct {
 	image      *metadata.Image
 	partitions map[metadata.TopicPartition]*partition
 	peers      map[int32]*rpc.Client // connections to other brokers, by id
-	fetchers   map[int32]*fetcher    // replica fetchers, by leader id
+	// topicSettings caches each topic's honoured configs for the published
+	// image (topic_configs.go); publishing a new image clears it.
+	topicSettings map[string]config.TopicSettings
+	fetchers      map[int32]*fetcher // replica fetchers, by leader id
 
 	producerIDs producerIDBlock
 	// The two coordinators, side by side as Kafka's KafkaApis holds them,
@@ -136,6 +139,8 @@ func (b *Broker) Stop() {
 // controllerVersions are the APIs a broker calls on the controller.
 var controllerVersions = wire.NewVersions(
 	wire.Range{Key: 19, Min: 0, Max: 7},
+	wire.Range{Key: 33, Min: 0, Max: 2},
+	wire.Range{Key: 44, Min: 0, Max: 1},
 	wire.Range{Key: 55, Min: 0, Max: 2},
 	wire.Range{Key: 56, Min: 1, Max: 1},
 	wire.Range{Key: 62, Min: 0, Max: 1},
@@ -223,6 +228,8 @@ func (b *Broker) applyPartition(ps metadata.Partition) error {
 		if p, err = b.openPartition(ps); err != nil {
 			return err
 		}
+	} else if err := b.reconfigure(p); err != nil {
+		return err
 	}
 	cur := p.r.Assignment()
 	newer := ps.LeaderEpoch > cur.LeaderEpoch || (ps.LeaderEpoch == cur.LeaderEpoch && ps.PartitionEpoch > cur.PartitionEpoch) || p.r.Role() == replica.None

@@ -515,6 +515,42 @@ func fuzzSeeds() map[string]fuzzSeed {
 	join.Group, join.ProtocolType, join.SessionTimeoutMillis = "g", "consumer", 10_000
 	add("joingroup-unsupported", 0, join)
 
+	for _, v := range []int16{0, 1, 3, 4} {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		req.Version, req.IncludeSynonyms, req.IncludeDocumentation = v, true, true
+		for _, res := range []struct {
+			typ  kmsg.ConfigResourceType
+			name string
+		}{{kmsg.ConfigResourceTypeTopic, "t"}, {kmsg.ConfigResourceTypeBroker, "0"}} {
+			rr := kmsg.NewDescribeConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = res.typ, res.name
+			req.Resources = append(req.Resources, rr)
+		}
+		add(fmt.Sprintf("describeconfigs-v%d", v), 0, req)
+	}
+	for _, v := range []int16{0, 2} {
+		req := kmsg.NewPtrAlterConfigsRequest()
+		req.Version = v
+		rr := kmsg.NewAlterConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, "t"
+		c := kmsg.NewAlterConfigsRequestResourceConfig()
+		c.Name, c.Value = "min.insync.replicas", kmsg.StringPtr("1")
+		rr.Configs = append(rr.Configs, c)
+		req.Resources = append(req.Resources, rr)
+		add(fmt.Sprintf("alterconfigs-v%d", v), 0, req)
+	}
+	for _, v := range []int16{0, 1} {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		req.Version = v
+		rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+		rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, "t"
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Name, c.Op, c.Value = "cleanup.policy", 2, kmsg.StringPtr("compact")
+		rr.Configs = append(rr.Configs, c)
+		req.Resources = append(req.Resources, rr)
+		add(fmt.Sprintf("incrementalalterconfigs-v%d", v), 0, req)
+	}
+
 	valid := seeds["metadata-v9"].frame
 	seeds["truncated"] = fuzzSeed{0, valid[:len(valid)-3]}
 	seeds["header-only"] = fuzzSeed{0, valid[:8]}

@@ -27,6 +27,12 @@ func (b *Broker) serve(r *rpc.Request) {
 		r.Respond(b.handleOffsetForLeaderEpoch(req))
 	case *kmsg.CreateTopicsRequest:
 		b.handleCreateTopics(r, req)
+	case *kmsg.DescribeConfigsRequest:
+		r.Respond(b.handleDescribeConfigs(req))
+	case *kmsg.AlterConfigsRequest:
+		b.handleAlterConfigs(r, req)
+	case *kmsg.IncrementalAlterConfigsRequest:
+		b.handleIncrementalAlterConfigs(r, req)
 	case *kmsg.DescribeQuorumRequest:
 		b.handleDescribeQuorum(r, req)
 	case *kmsg.InitProducerIDRequest:

@@ -110,6 +110,7 @@ func (b *Broker) publishMetadata() {
 	}
 	img := b.meta.St.Image()
 	b.image = img
+	clear(b.topicSettings)
 	for _, name := range img.TopicNames() {
 		for _, ps := range img.Topics[name].Partitions {
 			if !ps.IsReplica(b.opts.ID) {

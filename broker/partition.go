@@ -114,14 +114,7 @@ func (p *partition) apply() error {
 }
 
 func (b *Broker) openPartition(ps metadata.Partition) (*partition, error) {
-	l, err := log.Open(b.e.Disk(), log.Config{
-		Topic:                    ps.Topic,
-		Partition:                ps.Partition,
-		SegmentBytesMax:          b.cfg.SegmentBytes,
-		FlushIntervalMessages:    b.cfg.LogFlushIntervalMessages,
-		KIP360ProducerIDRecovery: true,
-		Defects:                  b.cfg.Defects,
-	})
+	l, err := log.Open(b.e.Disk(), b.logConfig(ps.TopicPartition))
 	if err != nil {
 		return nil, fmt.Errorf("open log %v: %w", ps.TopicPartition, err)
 	}

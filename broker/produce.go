@@ -7,6 +7,7 @@ import (
 
 	"github.com/kafkasim/kafkasim/broker/log"
 	"github.com/kafkasim/kafkasim/broker/metadata"
+	"github.com/kafkasim/kafkasim/broker/record"
 	"github.com/kafkasim/kafkasim/broker/rpc"
 	"github.com/kafkasim/kafkasim/env"
 	"github.com/kafkasim/kafkasim/probe"
@@ -49,6 +50,10 @@ func (b *Broker) produce(r *rpc.Request, req *kmsg.ProduceRequest, refused map[m
 				continue
 			}
 			unfetched := b.partitions[tp] != nil && b.partitions[tp].followerWithoutFetch()
+			appendTime := int64(-1)
+			if b.settings(tp.Topic).LogAppendTime {
+				appendTime = stampLogAppendTime(rp.Records, b.e.WallClock().UnixMilli())
+			}
 			res, code := b.appendAsLeader(tp, rp.Records, req.Acks)
 			pr.ErrorCode = code
 			if p := b.partitions[tp]; p != nil && code == 0 && req.Acks == 1 && p.highWatermark() <= res.LastOffset && unfetched {
@@ -59,6 +64,9 @@ func (b *Broker) produce(r *rpc.Request, req *kmsg.ProduceRequest, refused map[m
 			}
 			pr.BaseOffset = res.FirstOffset
 			pr.LogAppendTime = -1
+			if code == 0 && !res.Duplicate {
+				pr.LogAppendTime = appendTime
+			}
 			if p := b.partitions[tp]; p != nil && code == 0 {
 				pr.LogStartOffset = p.log.LogStartOffset()
 				if req.Acks == -1 {
@@ -121,10 +129,25 @@ func (b *Broker) appendAsLeader(tp metadata.TopicPartition, records []byte, acks
 	return res, 0
 }
 
-// minInsync is min.insync.replicas for a partition; internal topics use
-// the same setting, as Kafka's defaults do.
+// stampLogAppendTime gives every batch of a produce to a topic with
+// message.timestamp.type=LogAppendTime the append time ms (Kafka's
+// LogValidator), returning it; a stream that does not split is left for the
+// log to refuse.
+func stampLogAppendTime(records []byte, ms int64) int64 {
+	batches, err := record.Split(records)
+	if err != nil {
+		return -1
+	}
+	for _, bt := range batches {
+		bt.SetLogAppendTime(ms)
+	}
+	return ms
+}
+
+// minInsync is min.insync.replicas for a partition: its topic's override,
+// else the cluster's (internal topics too, as Kafka's defaults do).
 func (b *Broker) minInsync(tp metadata.TopicPartition) int {
-	return b.cfg.MinInsyncReplicas
+	return b.settings(tp.Topic).MinInsyncReplicas
 }
 
 // errorCode maps an error from the log to its Kafka code.

@@ -28,5 +28,8 @@ var Versions = wire.NewVersions(
 	wire.Range{Key: 26, Min: 0, Max: 5}, // EndTxn (v5: KIP-890 epoch bump)
 	wire.Range{Key: 27, Min: 0, Max: 2}, // WriteTxnMarkers (brokers)
 	wire.Range{Key: 28, Min: 0, Max: 5}, // TxnOffsetCommit (v6 is by topic id)
+	wire.Range{Key: 32, Min: 0, Max: 4}, // DescribeConfigs
+	wire.Range{Key: 33, Min: 0, Max: 2}, // AlterConfigs (forwarded to the controllers)
+	wire.Range{Key: 44, Min: 0, Max: 1}, // IncrementalAlterConfigs (forwarded to the controllers)
 	wire.Range{Key: 55, Min: 0, Max: 2}, // DescribeQuorum (forwarded to the controllers)
 )

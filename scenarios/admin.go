@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -96,6 +97,12 @@ func (c *cluster) createTopics(topics []string, budget time.Duration) error {
 			req := kmsg.NewPtrCreateTopicsRequest()
 			rt := kmsg.NewCreateTopicsRequestTopic()
 			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, int32(c.s.Cluster.Partitions), int16(c.s.Cluster.ReplicationFactor)
+			cfgs := c.s.Cluster.TopicConfigs[topic]
+			for _, name := range slices.Sorted(maps.Keys(cfgs)) {
+				tc := kmsg.NewCreateTopicsRequestTopicConfig()
+				tc.Name, tc.Value = name, kmsg.StringPtr(cfgs[name])
+				rt.Configs = append(rt.Configs, tc)
+			}
 			req.Topics = append(req.Topics, rt)
 			resp, err := c.call(c.brokers[0], req, 5*time.Second)
 			if c.w.Err() != nil {

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/kafkasim/kafkasim/apps"
+	"github.com/kafkasim/kafkasim/broker/config"
 	"github.com/kafkasim/kafkasim/checkers"
 	"github.com/kafkasim/kafkasim/faults"
 	"github.com/kafkasim/kafkasim/probe"
@@ -85,6 +88,12 @@ type Cluster struct {
 	KIP890EpochBumpPerTransaction             bool   `json:"kip890.epoch.bump.per.transaction"`
 	Partitions                                int    `json:"partitions"`
 	ReplicaLagTimeMaxMs                       int    `json:"replica.lag.time.max.ms"`
+	// TopicConfigs are config overrides the workload's topics ("input",
+	// "output") are created with, as CreateTopics gives them: by topic, by
+	// Kafka's topic config name (min.insync.replicas,
+	// unclean.leader.election.enable, max.message.bytes,
+	// message.timestamp.type, ...).
+	TopicConfigs map[string]map[string]string `json:"topic.configs,omitempty"`
 }
 
 // The client sections of a scenario file are the applications'
@@ -258,6 +267,17 @@ func (s Scenario) Validate() error {
 	} {
 		if t.ms > math.MaxInt32 {
 			return bad("%s %d > %d (Kafka's int of milliseconds)", t.name, t.ms, math.MaxInt32)
+		}
+	}
+	for _, topic := range slices.Sorted(maps.Keys(c.TopicConfigs)) {
+		if topic != apps.InputTopic && topic != apps.OutputTopic {
+			return bad("topic.configs %q: the workload's topics are %q and %q", topic, apps.InputTopic, apps.OutputTopic)
+		}
+		cfgs := c.TopicConfigs[topic]
+		for _, name := range slices.Sorted(maps.Keys(cfgs)) {
+			if err := config.ValidateTopicConfig(name, cfgs[name]); err != nil {
+				return bad("topic.configs %q: %v", topic, err)
+			}
 		}
 	}
 	switch {

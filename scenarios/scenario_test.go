@@ -37,6 +37,9 @@ func TestBadScenarioFilesAreRefusedWithOneClearLine(t *testing.T) {
 		{`{"name": "x", "workload": {"kind": "produce-only"}, "expect": "twice"}`, `unknown guarantee "twice"`},
 		{`{"name": "x", "workload": {"kind": "produce-only"}, "expect": "none", "faults": "meteor"}`, `meteor`},
 		{`{"name": "x", "workload": {"kind": "consume-process-sink"}, "expect": "none"}`, `workload.commit ""`},
+		{`{"name": "x", "workload": {"kind": "produce-only"}, "expect": "none", "cluster": {"topic.configs": {"input": {"min.insync.replica": "2"}}}}`, `scenario "x": topic.configs "input": unknown topic config name: min.insync.replica`},
+		{`{"name": "x", "workload": {"kind": "produce-only"}, "expect": "none", "cluster": {"topic.configs": {"input": {"max.message.bytes": "big"}}}}`, `invalid value big for configuration max.message.bytes`},
+		{`{"name": "x", "workload": {"kind": "produce-only"}, "expect": "none", "cluster": {"topic.configs": {"orders": {"retention.ms": "1"}}}}`, `topic.configs "orders": the workload's topics are "input" and "output"`},
 		{`not json`, `malformed JSON`},
 		{`{"name": "x", "workload": {"kind": "produce-only"}, "expect": "none", "faults.schedule": "+1s explode b1"}`, `faults.schedule`},
 	} {
@@ -81,4 +84,24 @@ func TestAHandWrittenScheduleReplacesTheNemesis(t *testing.T) {
 	require.Len(t, r.Schedule, 2)
 	require.Equal(t, "+2s isolate leader of input/0", r.Schedule[0].String())
 	require.True(t, r.Holds, "%s", r.Summary())
+}
+
+// A scenario's topic.configs reach the topics it creates: with
+// max.message.bytes=10 on "input" no batch fits, every send fails with
+// MESSAGE_TOO_LARGE and nothing is acknowledged; without it, the same run
+// acknowledges its writes.
+func TestTopicConfigsReachTheScenariosTopics(t *testing.T) {
+	run := func(cluster string) Power {
+		s, err := Parse([]byte(`{"name": "tiny-batches", "workload": {"kind": "produce-only", "messages": 20},
+		  "expect": "at-most-once", "faults": "none"` + cluster + `}`))
+		require.NoError(t, err)
+		r, err := Run(s, RunOptions{Seed: 1})
+		require.NoError(t, err)
+		require.True(t, r.Holds, "%s", r.Summary())
+		return r.Power
+	}
+	require.Equal(t, 20, run("").Acknowledged)
+	tiny := run(`, "cluster": {"topic.configs": {"input": {"max.message.bytes": "10"}}}`)
+	require.Zero(t, tiny.Acknowledged)
+	require.Equal(t, 20, tiny.Failed, "MESSAGE_TOO_LARGE is a definite failure")
 }

@@ -60,6 +60,9 @@ type Cluster struct {
 	BrokerHeartbeatInterval time.Duration
 	// SegmentBytes is log.segment.bytes.
 	SegmentBytes int64
+	// MessageMaxBytes is message.max.bytes: the largest record batch a
+	// topic accepts unless its max.message.bytes says otherwise.
+	MessageMaxBytes int
 	// DefaultReplicationFactor is default.replication.factor.
 	DefaultReplicationFactor int
 	// OffsetsTopicPartitions and OffsetsTopicReplicationFactor shape
@@ -102,6 +105,7 @@ func Default() Cluster {
 		BrokerSessionTimeout:                      6 * time.Second, // Kafka: 9 s
 		BrokerHeartbeatInterval:                   time.Second,     // Kafka: 2 s
 		SegmentBytes:                              1 << 20,         // Kafka: 1 GiB
+		MessageMaxBytes:                           1048588,
 		DefaultReplicationFactor:                  3,
 		OffsetsTopicPartitions:                    4, // Kafka: 50
 		OffsetsTopicReplicationFactor:             3,
@@ -131,6 +135,8 @@ func (c Cluster) Validate() error {
 		return fmt.Errorf("replica.fetch.wait.max.ms %v must be in (0, replica.lag.time.max.ms %v)", c.ReplicaFetchWaitMax, c.ReplicaLagTimeMax)
 	case c.SegmentBytes < 1024:
 		return fmt.Errorf("log.segment.bytes %d < 1024", c.SegmentBytes)
+	case c.MessageMaxBytes < 0:
+		return fmt.Errorf("message.max.bytes %d < 0", c.MessageMaxBytes)
 	case c.OffsetsTopicPartitions < 1 || c.TransactionTopicPartitions < 1:
 		return fmt.Errorf("internal topics need at least one partition")
 	case c.DefaultReplicationFactor < 1 || c.OffsetsTopicReplicationFactor < 1 || c.TransactionTopicReplicationFactor < 1:

@@ -101,7 +101,7 @@ func (c *Controller) fencing(id int32, fenced bool, why string) []metadata.Recor
 	}
 	rs := []metadata.Record{{Fence: &metadata.FenceRecord{ID: id, Fenced: fenced}}}
 	for _, p := range c.st.Partitions() {
-		if q, changed := rule(p, id, live, c.election()); changed {
+		if q, changed := rule(p, id, live, c.election(p.Topic)); changed {
 			rs = append(rs, metadata.Record{Partition: &q})
 			c.logElection(why, id, p, q)
 		}
@@ -115,7 +115,7 @@ func (c *Controller) fencing(id int32, fenced bool, why string) []metadata.Recor
 func (c *Controller) offlineFor(id int32) bool {
 	live := func(b int32) bool { return b == id || c.st.Live(b) }
 	for _, p := range c.st.Partitions() {
-		if _, ok := unfence(p, id, live, c.election()); ok {
+		if _, ok := unfence(p, id, live, c.election(p.Topic)); ok {
 			return true
 		}
 	}

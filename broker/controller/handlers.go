@@ -31,6 +31,10 @@ func (c *Controller) serve(r *rpc.Request) {
 		d = c.alterPartition(r, req)
 	case *kmsg.CreateTopicsRequest:
 		d = c.createTopics(r, req)
+	case *kmsg.AlterConfigsRequest:
+		d = c.alterConfigs(r, req)
+	case *kmsg.IncrementalAlterConfigsRequest:
+		d = c.incrementalAlterConfigs(r, req)
 	case *kmsg.AllocateProducerIDsRequest:
 		d = c.allocateProducerIDs(r, req)
 	default:
@@ -49,12 +53,16 @@ func notController(r *rpc.Request, resp kmsg.Response, set func(code int16)) fun
 }
 
 // election is the rule leaderless partitions are led by.
-func (c *Controller) election() election {
+func (c *Controller) election(topic string) election {
+	var overrides map[string]string
+	if t := c.st.Topics[topic]; t != nil {
+		overrides = t.Configs
+	}
 	switch {
 	case c.cfg.Defects.Has(defect.ElectionIgnoresISR):
 		return anyLive
-	case c.cfg.UncleanLeaderElection:
-		return unclean
+	case c.cfg.Settings(overrides).UncleanLeaderElection:
+		return unclean // the topic's unclean.leader.election.enable, else the cluster's
 	}
 	return clean
 }

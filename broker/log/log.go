@@ -595,6 +595,25 @@ func (l *Log) UnflushedMessages() int64 { return l.logEnd - l.recoveryPoint }
 // (or lies below the log start, which a power loss cannot bring back).
 func (l *Log) RecoveryPoint() int64 { return l.recoveryPoint }
 
+// SetConfig changes the log's knobs from the next append on, as Kafka's
+// UnifiedLog.updateConfig does when a topic's configs are altered: a
+// smaller segment.bytes rolls at the next batch that would pass it, a new
+// flush interval counts the messages already unflushed. Topic and
+// partition cannot change.
+func (l *Log) SetConfig(cfg Config) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	if cfg.Topic != l.cfg.Topic || cfg.Partition != l.cfg.Partition {
+		return fmt.Errorf("log %s: SetConfig for %s-%d", l.name, cfg.Topic, cfg.Partition)
+	}
+	l.cfg = cfg
+	return nil
+}
+
+// Config is the log's knobs.
+func (l *Log) Config() Config { return l.cfg }
+
 // Recovery reports what Open found and did.
 func (l *Log) Recovery() RecoveryInfo { return l.recovery }
 

@@ -87,6 +87,9 @@ type Topic struct {
 	Name       string      `json:"name"`
 	ID         [16]byte    `json:"id"`
 	Partitions []Partition `json:"partitions"`
+	// Configs are the topic's config overrides (config.TopicConfigDefs),
+	// as ConfigRecords set them; nil when it has none.
+	Configs map[string]string `json:"configs,omitempty"`
 }
 
 // Image is a broker's view of the cluster.

@@ -14,13 +14,24 @@ import (
 // Record is one change to the metadata; exactly one field is set. They
 // stand for KRaft's RegisterBrokerRecord, FenceBrokerRecord and
 // UnfenceBrokerRecord, TopicRecord with its PartitionRecords,
-// PartitionChangeRecord and ProducerIdsRecord.
+// PartitionChangeRecord, ProducerIdsRecord and ConfigRecord.
 type Record struct {
 	Broker      *BrokerRecord `json:"broker,omitempty"`
 	Fence       *FenceRecord  `json:"fence,omitempty"`
 	Topic       *Topic        `json:"topic,omitempty"`
 	Partition   *Partition    `json:"partition,omitempty"`
 	ProducerIDs int64         `json:"producerIds,omitempty"` // next unallocated producer id
+	Config      *ConfigRecord `json:"config,omitempty"`
+}
+
+// ConfigRecord sets (or, with a nil Value, removes) one config override of
+// a topic, as Kafka's ConfigRecord does for a TOPIC resource. The
+// controller writes one per override in the batch that creates the topic or
+// alters its configs, after validating it.
+type ConfigRecord struct {
+	Topic string  `json:"topic"`
+	Name  string  `json:"name"`
+	Value *string `json:"value"`
 }
 
 // BrokerRecord registers a broker incarnation. Its epoch is the offset of

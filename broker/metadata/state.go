@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/kafkasim/kafkasim/internal/invariant"
@@ -49,6 +50,7 @@ func (s *State) Apply(r Record) {
 	case r.Topic != nil:
 		t := *r.Topic
 		t.Partitions = slices.Clone(t.Partitions)
+		t.Configs = maps.Clone(t.Configs)
 		s.Topics[t.Name] = &t
 	case r.Partition != nil:
 		t := s.Topics[r.Partition.Topic]
@@ -58,6 +60,20 @@ func (s *State) Apply(r Record) {
 		assert(r.Partition.PartitionEpoch > old.PartitionEpoch, "partition epoch of %v does not advance: %d to %d", old.TopicPartition, old.PartitionEpoch, r.Partition.PartitionEpoch)
 		assert(len(r.Partition.ISR) > 0, "ISR of %v is empty", old.TopicPartition)
 		t.Partitions[r.Partition.Partition] = r.Partition.Clone()
+	case r.Config != nil:
+		t := s.Topics[r.Config.Topic]
+		assert(t != nil, "config record %s for unknown topic %q", r.Config.Name, r.Config.Topic)
+		if r.Config.Value == nil {
+			delete(t.Configs, r.Config.Name)
+			if len(t.Configs) == 0 {
+				t.Configs = nil
+			}
+		} else {
+			if t.Configs == nil {
+				t.Configs = map[string]string{}
+			}
+			t.Configs[r.Config.Name] = *r.Config.Value
+		}
 	case r.ProducerIDs != 0:
 		assert(r.ProducerIDs > s.NextProducerID, "producer ids move back from %d to %d", s.NextProducerID, r.ProducerIDs)
 		s.NextProducerID = r.ProducerIDs
@@ -105,6 +121,7 @@ func (s *State) Image() *Image {
 	}
 	for n, t := range s.Topics {
 		c := *t
+		c.Configs = maps.Clone(t.Configs)
 		c.Partitions = make([]Partition, len(t.Partitions))
 		for i, p := range t.Partitions {
 			c.Partitions[i] = p.Clone()
@@ -142,6 +159,7 @@ func (s *State) Records() []Record {
 	slices.Sort(names)
 	for _, n := range names {
 		t := *s.Topics[n]
+		t.Configs = maps.Clone(t.Configs) // a snapshot's topic record carries its overrides
 		t.Partitions = make([]Partition, len(s.Topics[n].Partitions))
 		for i, p := range s.Topics[n].Partitions {
 			t.Partitions[i] = p.Clone()

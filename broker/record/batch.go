@@ -191,6 +191,22 @@ func (b Batch) SetPartitionLeaderEpoch(epoch int32) {
 	binary.BigEndian.PutUint32(b[offsetLeaderEpoch:], uint32(epoch))
 }
 
+// SetLogAppendTime stamps the batch with the broker's append time in place,
+// as Kafka's LogValidator does for a topic with
+// message.timestamp.type=LogAppendTime: the timestamp-type attribute set,
+// the max timestamp the append time (every record's timestamp reads as it),
+// and the CRC recomputed. A batch whose CRC did not match is left as it is,
+// so that the log still refuses it.
+func (b Batch) SetLogAppendTime(ms int64) {
+	if b.VerifyCRC() != nil {
+		return
+	}
+	attrs := b.Attributes() | AttrLogAppendTime
+	binary.BigEndian.PutUint16(b[offsetAttributes:], uint16(attrs))
+	binary.BigEndian.PutUint64(b[offsetMaxTimestamp:], uint64(ms))
+	binary.BigEndian.PutUint32(b[offsetCRC:], b.ComputeCRC())
+}
+
 // ComputeCRC returns the CRC-32C of attributes through the end.
 func (b Batch) ComputeCRC() uint32 { return crc32.Checksum(b[offsetAttributes:], castagnoli) }
 

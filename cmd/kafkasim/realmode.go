@@ -93,31 +93,25 @@ func checkAdvertisable(addr string) error {
 // clusterFlags registers the cluster's knobs under Kafka's own names; the
 // defaults are config.Default's.
 func clusterFlags(fs *flag.FlagSet, c *config.Cluster) {
-	fs.IntVar(&c.MinInsyncReplicas, "min.insync.replicas", c.MinInsyncReplicas, "in-sync replicas an acks=all write needs")
-	fs.BoolVar(&c.UncleanLeaderElection, "unclean.leader.election.enable", c.UncleanLeaderElection, "let an out-of-sync replica become leader (may lose acknowledged writes)")
-	fs.Int64Var(&c.LogFlushIntervalMessages, "log.flush.interval.messages", c.LogFlushIntervalMessages, "fsync the log after this many messages; 0 never (rely on replication)")
-	fs.BoolVar(&c.LeaderEpochTruncation, "kip101.leader.epoch.truncation", c.LeaderEpochTruncation, "followers truncate by OffsetForLeaderEpoch; false: to their high watermark (pre-KIP-101)")
-	fs.BoolVar(&c.FetchEpochValidation, "kip320.fetch.epoch.validation", c.FetchEpochValidation, "fence fetches that carry a stale leader epoch (KIP-320)")
-	fs.BoolVar(&c.TransactionPartitionVerification, "transaction.partition.verification.enable", c.TransactionPartitionVerification, "verify transactional writes against the coordinator (KIP-890 part 1)")
-	fs.BoolVar(&c.EpochBumpPerTransaction, "kip890.epoch.bump.per.transaction", c.EpochBumpPerTransaction, "bump the producer epoch on every transaction end (KIP-890 part 2)")
-	fs.BoolVar(&c.MetadataLogFsync, "metadata.log.fsync", c.MetadataLogFsync, "controllers fsync the metadata log before an entry counts (Kafka always does); false: committed metadata can be lost to a power loss")
-	fs.Int64Var(&c.MetadataLogMaxRecordBytesBetweenSnapshots, "metadata.log.max.record.bytes.between.snapshots", c.MetadataLogMaxRecordBytesBetweenSnapshots, "snapshot the metadata once the entries applied since the last snapshot hold this many bytes")
-	fs.Var(msFlag{&c.ReplicaLagTimeMax}, "replica.lag.time.max.ms", "a follower this far behind leaves the ISR")
-	fs.Var(msFlag{&c.ReplicaFetchWaitMax}, "replica.fetch.wait.max.ms", "longest a follower's fetch waits for data")
-	fs.Var(msFlag{&c.ReplicaFetchBackoff}, "replica.fetch.backoff.ms", "pause after a failed replica fetch")
-	fs.Var(msFlag{&c.BrokerSessionTimeout}, "broker.session.timeout.ms", "a broker silent this long is fenced by the controller")
-	fs.Var(msFlag{&c.BrokerHeartbeatInterval}, "broker.heartbeat.interval.ms", "how often a broker heartbeats to the controller")
-	fs.Int64Var(&c.SegmentBytes, "log.segment.bytes", c.SegmentBytes, "size at which a log segment rolls")
-	fs.IntVar(&c.DefaultReplicationFactor, "default.replication.factor", c.DefaultReplicationFactor, "replication factor of topics created without one")
-	fs.IntVar(&c.OffsetsTopicPartitions, "offsets.topic.num.partitions", c.OffsetsTopicPartitions, "partitions of __consumer_offsets")
-	fs.IntVar(&c.OffsetsTopicReplicationFactor, "offsets.topic.replication.factor", c.OffsetsTopicReplicationFactor, "replication factor of __consumer_offsets")
-	fs.IntVar(&c.TransactionTopicPartitions, "transaction.state.log.num.partitions", c.TransactionTopicPartitions, "partitions of __transaction_state")
-	fs.IntVar(&c.TransactionTopicReplicationFactor, "transaction.state.log.replication.factor", c.TransactionTopicReplicationFactor, "replication factor of __transaction_state")
-	fs.Var(msFlag{&c.TransactionTimeoutMax}, "transaction.max.timeout.ms", "longest transaction timeout a producer may ask for")
-	fs.Var(msFlag{&c.GroupInitialRebalanceDelay}, "group.initial.rebalance.delay.ms", "wait for more members before a new group's first rebalance")
-	fs.Var(msFlag{&c.GroupSessionTimeoutMin}, "group.min.session.timeout.ms", "shortest session timeout a group member may ask for")
-	fs.Var(msFlag{&c.GroupSessionTimeoutMax}, "group.max.session.timeout.ms", "longest session timeout a group member may ask for")
+	for _, d := range config.BrokerConfigDefs() {
+		fs.Var(configFlag{d, c}, d.Name, d.Doc)
+	}
 }
+
+// configFlag is one of the cluster's settings as a flag.
+type configFlag struct {
+	d config.BrokerConfigDef
+	c *config.Cluster
+}
+
+func (f configFlag) String() string {
+	if f.c == nil {
+		return ""
+	}
+	return f.d.Get(f.c)
+}
+func (f configFlag) Set(s string) error { return f.d.Set(f.c, s) }
+func (f configFlag) IsBoolFlag() bool   { return f.d.IsBool() }
 
 // msFlag is a duration written as Kafka writes its *.ms settings: whole
 // milliseconds. A Go duration ("1.5s") is accepted too.
@@ -131,19 +125,9 @@ func (f msFlag) String() string {
 }
 
 func (f msFlag) Set(s string) error {
-	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
-		if ms < 0 || ms > int64(time.Duration(1<<63-1)/time.Millisecond) {
-			return fmt.Errorf("%d ms out of range", ms)
-		}
-		*f.d = time.Duration(ms) * time.Millisecond
-		return nil
-	}
-	d, err := time.ParseDuration(s)
+	d, err := config.ParseMs(s)
 	if err != nil {
-		return fmt.Errorf("want milliseconds or a duration such as 1.5s")
-	}
-	if d < 0 {
-		return fmt.Errorf("negative duration %v", d)
+		return err
 	}
 	*f.d = d
 	return nil

@@ -1,0 +1,270 @@
+package controller
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/kafkasim/kafkasim/broker/config"
+	"github.com/kafkasim/kafkasim/broker/metadata"
+	"github.com/kafkasim/kafkasim/broker/rpc"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// AlterConfigs and IncrementalAlterConfigs change topics' config overrides,
+// as Kafka's ConfigurationControlManager does: each resource's changes are
+// validated as a whole against the topic's current overrides and written
+// as ConfigRecords, every resource of a request in one batch; a resource
+// that fails changes nothing. Brokers forward these requests here.
+//
+// Only TOPIC resources can change. A BROKER resource is refused with
+// INVALID_REQUEST: this cluster's broker settings are static (what Kafka
+// calls read-only, STATIC_BROKER_CONFIG), given on the command line or in
+// the scenario.
+//
+// Turning a topic's unclean.leader.election.enable on elects a leader for
+// each of its partitions that has none, in the same batch. Kafka's
+// controller does it in its next unclean election check
+// (QuorumController.maybeElectUncleanLeaders, every 5 minutes while some
+// partition is leaderless); here it is at once.
+
+// Config resource types (Kafka's ConfigResource.Type).
+const (
+	resourceTopic  = 2
+	resourceBroker = 4
+)
+
+// Incremental operations (AlterConfigOp.OpType).
+const (
+	opSet      = 0
+	opDelete   = 1
+	opAppend   = 2
+	opSubtract = 3
+)
+
+// configChange is one config of a resource as a request would have it:
+// set to value, or removed.
+type configChange struct {
+	name   string
+	value  string
+	remove bool
+}
+
+func (c *Controller) alterConfigs(r *rpc.Request, req *kmsg.AlterConfigsRequest) decision {
+	resp := kmsg.NewPtrAlterConfigsResponse()
+	for _, res := range req.Resources {
+		rr := kmsg.NewAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+		resp.Resources = append(resp.Resources, rr)
+	}
+	set := func(i int, code int16, msg string) {
+		resp.Resources[i].ErrorCode = code
+		if msg != "" {
+			resp.Resources[i].ErrorMessage = &msg
+		}
+	}
+	refuse := func() {
+		for i := range resp.Resources {
+			set(i, kerr.NotController.Code, "")
+		}
+		r.Respond(resp)
+	}
+	return decision{refuse: refuse, decide: func() ([]metadata.Record, func()) {
+		var rs []metadata.Record
+		for i, res := range req.Resources {
+			// AlterConfigs replaces the resource's overrides wholly: what it
+			// does not name is removed (the legacy, non-incremental API).
+			var changes []configChange
+			named := map[string]bool{}
+			bad := ""
+			for _, cfg := range res.Configs {
+				if cfg.Value == nil {
+					bad = fmt.Sprintf("null value not supported for: %s", cfg.Name)
+					break
+				}
+				named[cfg.Name] = true
+				changes = append(changes, configChange{name: cfg.Name, value: *cfg.Value})
+			}
+			if bad != "" {
+				set(i, kerr.InvalidRequest.Code, bad)
+				continue
+			}
+			if t := c.st.Topics[res.ResourceName]; t != nil && res.ResourceType == resourceTopic {
+				for _, name := range slices.Sorted(maps.Keys(t.Configs)) {
+					if !named[name] {
+						changes = append(changes, configChange{name: name, remove: true})
+					}
+				}
+			}
+			recs, code, msg := c.configRecords(res.ResourceType, res.ResourceName, changes)
+			set(i, code, msg)
+			if code == 0 && !req.ValidateOnly {
+				rs = append(rs, recs...)
+			}
+		}
+		return rs, func() { r.Respond(resp) }
+	}}
+}
+
+func (c *Controller) incrementalAlterConfigs(r *rpc.Request, req *kmsg.IncrementalAlterConfigsRequest) decision {
+	resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
+	for _, res := range req.Resources {
+		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+		resp.Resources = append(resp.Resources, rr)
+	}
+	set := func(i int, code int16, msg string) {
+		resp.Resources[i].ErrorCode = code
+		if msg != "" {
+			resp.Resources[i].ErrorMessage = &msg
+		}
+	}
+	refuse := func() {
+		for i := range resp.Resources {
+			set(i, kerr.NotController.Code, "")
+		}
+		r.Respond(resp)
+	}
+	return decision{refuse: refuse, decide: func() ([]metadata.Record, func()) {
+		var rs []metadata.Record
+		for i, res := range req.Resources {
+			var current map[string]string
+			if t := c.st.Topics[res.ResourceName]; t != nil {
+				current = t.Configs
+			}
+			changes, code, msg := incrementalChanges(res, current)
+			if code == 0 {
+				var recs []metadata.Record
+				recs, code, msg = c.configRecords(res.ResourceType, res.ResourceName, changes)
+				if code == 0 && !req.ValidateOnly {
+					rs = append(rs, recs...)
+				}
+			}
+			set(i, code, msg)
+		}
+		return rs, func() { r.Respond(resp) }
+	}}
+}
+
+// incrementalChanges turns one resource's operations into changes, as
+// Kafka's ConfigurationControlManager.incrementalAlterConfigResource does:
+// APPEND and SUBTRACT only on LIST configs, a config named twice refused.
+func incrementalChanges(res kmsg.IncrementalAlterConfigsRequestResource, current map[string]string) ([]configChange, int16, string) {
+	var changes []configChange
+	seen := map[string]bool{}
+	for _, cfg := range res.Configs {
+		if seen[cfg.Name] {
+			return nil, kerr.InvalidRequest.Code, fmt.Sprintf("config %s is altered twice in one request", cfg.Name)
+		}
+		seen[cfg.Name] = true
+		value := ""
+		if cfg.Value != nil {
+			value = *cfg.Value
+		}
+		switch cfg.Op {
+		case opSet:
+			if cfg.Value == nil {
+				return nil, kerr.InvalidRequest.Code, fmt.Sprintf("null value not supported for: %s", cfg.Name)
+			}
+			changes = append(changes, configChange{name: cfg.Name, value: value})
+		case opDelete:
+			changes = append(changes, configChange{name: cfg.Name, remove: true})
+		case opAppend, opSubtract:
+			d, ok := config.LookupTopicConfig(cfg.Name)
+			if ok && d.Type != config.TypeList {
+				return nil, kerr.InvalidConfig.Code, fmt.Sprintf("config value append or subtract is not allowed for config key %s", cfg.Name)
+			}
+			list := splitList(current[cfg.Name])
+			if _, overridden := current[cfg.Name]; !overridden && ok {
+				list = splitList(d.KafkaDefault)
+			}
+			for _, v := range splitList(value) {
+				has := slices.Contains(list, v)
+				switch {
+				case cfg.Op == opAppend && !has:
+					list = append(list, v)
+				case cfg.Op == opSubtract && has:
+					list = slices.DeleteFunc(list, func(x string) bool { return x == v })
+				}
+			}
+			changes = append(changes, configChange{name: cfg.Name, value: strings.Join(list, ",")})
+		default:
+			return nil, kerr.InvalidRequest.Code, fmt.Sprintf("unknown config operation %d for %s", cfg.Op, cfg.Name)
+		}
+	}
+	return changes, 0, ""
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// configRecords validates one resource's changes and returns the records
+// that make them, plus the leader elections turning unclean election on
+// allows.
+func (c *Controller) configRecords(typ kmsg.ConfigResourceType, name string, changes []configChange) ([]metadata.Record, int16, string) {
+	switch typ {
+	case resourceTopic:
+	case resourceBroker:
+		return nil, kerr.InvalidRequest.Code, fmt.Sprintf("broker %q: kafkasim's broker configs are static (read-only); set them on the command line or in the scenario", name)
+	default:
+		return nil, kerr.InvalidRequest.Code, fmt.Sprintf("config resource type %d cannot be altered", typ)
+	}
+	t := c.st.Topics[name]
+	if t == nil {
+		return nil, kerr.UnknownTopicOrPartition.Code, fmt.Sprintf("topic %q does not exist", name)
+	}
+	after := maps.Clone(t.Configs)
+	if after == nil {
+		after = map[string]string{}
+	}
+	var rs []metadata.Record
+	for _, ch := range changes {
+		if ch.remove {
+			if _, ok := config.LookupTopicConfig(ch.name); !ok {
+				return nil, kerr.InvalidConfig.Code, fmt.Sprintf("topic %q: unknown topic config name: %s", name, ch.name)
+			}
+			if _, ok := after[ch.name]; ok {
+				delete(after, ch.name)
+				rs = append(rs, metadata.Record{Config: &metadata.ConfigRecord{Topic: name, Name: ch.name}})
+			}
+			continue
+		}
+		if err := config.ValidateTopicConfig(ch.name, ch.value); err != nil {
+			return nil, kerr.InvalidConfig.Code, fmt.Sprintf("topic %q: %v", name, err)
+		}
+		if old, ok := after[ch.name]; ok && old == ch.value {
+			continue
+		}
+		after[ch.name] = ch.value
+		rs = append(rs, metadata.Record{Config: &metadata.ConfigRecord{Topic: name, Name: ch.name, Value: kmsg.StringPtr(ch.value)}})
+	}
+	if len(rs) > 0 {
+		c.e.Log("topic-configs-altered", "topic", name, "records", len(rs))
+	}
+	if !c.cfg.Settings(t.Configs).UncleanLeaderElection && c.cfg.Settings(after).UncleanLeaderElection {
+		for _, p := range t.Partitions {
+			if p.Leader != metadata.NoLeader {
+				continue
+			}
+			q := p.Clone()
+			electLeader(&q, c.st.Live, unclean)
+			if q.Leader == metadata.NoLeader {
+				continue
+			}
+			q.LeaderEpoch++
+			q.PartitionEpoch++
+			rs = append(rs, metadata.Record{Partition: &q})
+			c.logElection("unclean.leader.election.enable turned on", q.Leader, p, q)
+		}
+	}
+	return rs, 0, ""
+}
