@@ -12,11 +12,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-const createTopicUsage = `usage: kafkasim create-topic --topic NAME [--partitions N] [--replication-factor R] [--bootstrap ADDR,...]
+const createTopicUsage = `usage: kafkasim create-topic --topic NAME [--partitions N] [--replication-factor R] [--config NAME=VALUE ...] [--bootstrap ADDR,...]
 
 Creates a topic on a real-mode cluster through the Kafka protocol
 (CreateTopics, as any Kafka admin client sends it), for clients such as kcat
-that cannot create topics themselves.
+that cannot create topics themselves. Each --config is a topic config
+override, as kafka-topics.sh --config gives it (min.insync.replicas=2,
+unclean.leader.election.enable=true, max.message.bytes=...,
+message.timestamp.type=LogAppendTime, ...); the controller refuses an
+unknown name or a bad value with INVALID_CONFIG.
 
 `
 
@@ -28,6 +32,8 @@ func runCreateTopic(args []string, stdout, stderr io.Writer) int {
 	partitions := fs.Int("partitions", 1, "number of partitions")
 	rf := fs.Int("replication-factor", 3, "replicas per partition")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	var configs configList
+	fs.Var(&configs, "config", "a topic config override NAME=VALUE (repeatable)")
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
@@ -57,6 +63,11 @@ func runCreateTopic(args []string, stdout, stderr io.Writer) int {
 	req.TimeoutMillis = int32(min(*timeout, time.Minute).Milliseconds())
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = *topic, int32(*partitions), int16(*rf)
+	for _, c := range configs {
+		tc := kmsg.NewCreateTopicsRequestTopicConfig()
+		tc.Name, tc.Value = c[0], kmsg.StringPtr(c[1])
+		rt.Configs = append(rt.Configs, tc)
+	}
 	req.Topics = append(req.Topics, rt)
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
@@ -77,4 +88,24 @@ func runCreateTopic(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "created topic %s: %d partitions, replication factor %d\n", *topic, *partitions, *rf)
 	return 0
+}
+
+// configList is the repeated --config NAME=VALUE flag.
+type configList [][2]string
+
+func (l *configList) String() string {
+	var parts []string
+	for _, c := range *l {
+		parts = append(parts, c[0]+"="+c[1])
+	}
+	return strings.Join(parts, ",")
+}
+
+func (l *configList) Set(s string) error {
+	name, value, ok := strings.Cut(s, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("%q: want NAME=VALUE, such as min.insync.replicas=2", s)
+	}
+	*l = append(*l, [2]string{name, value})
+	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/kafkasim/kafkasim/broker/config"
 	"github.com/kafkasim/kafkasim/checkers"
 	"github.com/kafkasim/kafkasim/history"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -472,6 +473,59 @@ func TestCreateTopicCommand(t *testing.T) {
 			return ok && l >= 0 && len(isr) == 3
 		})
 	}
+	// Topic configs: given at creation, described and altered by kadm,
+	// refused when unknown.
+	if code := run([]string{"create-topic", "--bootstrap", strings.Join(addrs, ","), "--topic", "strict",
+		"--config", "min.insync.replicas=2", "--config", "message.timestamp.type=LogAppendTime", "--timeout", "5s"}, &stdout, &stderr); code != 0 {
+		t.Fatalf("create-topic with configs: exit %d, stderr %q", code, stderr.String())
+	}
+	adm := kadm.NewClient(admin)
+	var rc kadm.ResourceConfig
+	eventually(t, 10*time.Second, "strict described (every broker has its metadata)", func() bool {
+		d, err := adm.DescribeTopicConfigs(context.Background(), "strict")
+		if err != nil {
+			return false
+		}
+		rc, err = d.On("strict", nil)
+		return err == nil && rc.Err == nil
+	})
+	got := map[string]kadm.Config{}
+	for _, c := range rc.Configs {
+		got[c.Key] = c
+	}
+	if c := got["min.insync.replicas"]; c.MaybeValue() != "2" || c.Source != kmsg.ConfigSourceDynamicTopicConfig {
+		t.Errorf("min.insync.replicas described as %q from %v, want 2 from DYNAMIC_TOPIC_CONFIG", c.MaybeValue(), c.Source)
+	}
+	if c := got["retention.ms"]; c.MaybeValue() != "604800000" || c.Source != kmsg.ConfigSourceDefaultConfig {
+		t.Errorf("retention.ms described as %q from %v, want Kafka's default", c.MaybeValue(), c.Source)
+	}
+	altered, err := adm.AlterTopicConfigs(context.Background(), []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: kmsg.StringPtr("60000")}, {Op: kadm.DeleteConfig, Name: "min.insync.replicas"}}, "strict")
+	if err != nil || altered[0].Err != nil {
+		t.Fatalf("alter strict: %v %+v", err, altered)
+	}
+	eventually(t, 10*time.Second, "the altered configs described", func() bool {
+		d, err := adm.DescribeTopicConfigs(context.Background(), "strict")
+		if err != nil {
+			return false
+		}
+		rc, err := d.On("strict", nil)
+		if err != nil {
+			return false
+		}
+		ok := 0
+		for _, c := range rc.Configs {
+			if (c.Key == "retention.ms" && c.MaybeValue() == "60000") || (c.Key == "min.insync.replicas" && c.MaybeValue() == "1") {
+				ok++
+			}
+		}
+		return ok == 2
+	})
+	stderr.Reset()
+	if code := run([]string{"create-topic", "--bootstrap", strings.Join(addrs, ","), "--topic", "typo",
+		"--config", "min.insync.replica=2", "--timeout", "5s"}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "INVALID_CONFIG") {
+		t.Errorf("create-topic with an unknown config: exit %d, stderr %q; want exit 1 and INVALID_CONFIG", code, stderr.String())
+	}
+
 	if code := run([]string{"create-topic", "--bootstrap", strings.Join(addrs, ","), "--topic", "events", "--timeout", "5s"}, &stdout, &stderr); code != 1 {
 		t.Errorf("creating events again: exit %d, want 1 (stderr %q)", code, stderr.String())
 	}
