@@ -551,6 +551,33 @@ func fuzzSeeds() map[string]fuzzSeed {
 		add(fmt.Sprintf("incrementalalterconfigs-v%d", v), 0, req)
 	}
 
+	for _, v := range []int16{0, 4, 5} {
+		req := kmsg.NewPtrListGroupsRequest()
+		req.Version, req.StatesFilter = v, []string{"Empty"}
+		add(fmt.Sprintf("listgroups-v%d", v), 0, req)
+		dg := kmsg.NewPtrDescribeGroupsRequest()
+		dg.Version, dg.Groups = v, []string{"g", "h"}
+		add(fmt.Sprintf("describegroups-v%d", v), 0, dg)
+	}
+	for _, v := range []int16{0, 2} {
+		req := kmsg.NewPtrDeleteGroupsRequest()
+		req.Version, req.Groups = v, []string{"g"}
+		add(fmt.Sprintf("deletegroups-v%d", v), 0, req)
+	}
+	od := kmsg.NewPtrOffsetDeleteRequest()
+	od.Group = "g"
+	odt := kmsg.NewOffsetDeleteRequestTopic()
+	odt.Topic = "t"
+	odp := kmsg.NewOffsetDeleteRequestTopicPartition()
+	odt.Partitions = append(odt.Partitions, odp)
+	od.Topics = append(od.Topics, odt)
+	add("offsetdelete-v0", 0, od)
+	for _, v := range []int16{0, 1} {
+		req := kmsg.NewPtrDescribeClusterRequest()
+		req.Version, req.EndpointType = v, 1
+		add(fmt.Sprintf("describecluster-v%d", v), 0, req)
+	}
+
 	valid := seeds["metadata-v9"].frame
 	seeds["truncated"] = fuzzSeed{0, valid[:len(valid)-3]}
 	seeds["header-only"] = fuzzSeed{0, valid[:8]}

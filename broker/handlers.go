@@ -27,6 +27,16 @@ func (b *Broker) serve(r *rpc.Request) {
 		r.Respond(b.handleOffsetForLeaderEpoch(req))
 	case *kmsg.CreateTopicsRequest:
 		b.handleCreateTopics(r, req)
+	case *kmsg.ListGroupsRequest:
+		r.Respond(b.groups.handleListGroups(req))
+	case *kmsg.DescribeGroupsRequest:
+		r.Respond(b.groups.handleDescribeGroups(req))
+	case *kmsg.DeleteGroupsRequest:
+		b.groups.handleDeleteGroups(r, req)
+	case *kmsg.OffsetDeleteRequest:
+		b.groups.handleOffsetDelete(r, req)
+	case *kmsg.DescribeClusterRequest:
+		r.Respond(b.handleDescribeCluster(listenerName(r.Listener), req))
 	case *kmsg.DescribeConfigsRequest:
 		r.Respond(b.handleDescribeConfigs(req))
 	case *kmsg.AlterConfigsRequest:

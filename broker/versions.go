@@ -19,6 +19,8 @@ var Versions = wire.NewVersions(
 	wire.Range{Key: 12, Min: 0, Max: 4}, // Heartbeat
 	wire.Range{Key: 13, Min: 0, Max: 5}, // LeaveGroup
 	wire.Range{Key: 14, Min: 0, Max: 5}, // SyncGroup
+	wire.Range{Key: 15, Min: 0, Max: 5}, // DescribeGroups
+	wire.Range{Key: 16, Min: 0, Max: 5}, // ListGroups
 	wire.Range{Key: 18, Min: 0, Max: 3}, // ApiVersions
 	wire.Range{Key: 19, Min: 0, Max: 7}, // CreateTopics
 	wire.Range{Key: 22, Min: 0, Max: 4}, // InitProducerId
@@ -30,6 +32,9 @@ var Versions = wire.NewVersions(
 	wire.Range{Key: 28, Min: 0, Max: 5}, // TxnOffsetCommit (v6 is by topic id)
 	wire.Range{Key: 32, Min: 0, Max: 4}, // DescribeConfigs
 	wire.Range{Key: 33, Min: 0, Max: 2}, // AlterConfigs (forwarded to the controllers)
+	wire.Range{Key: 42, Min: 0, Max: 2}, // DeleteGroups
 	wire.Range{Key: 44, Min: 0, Max: 1}, // IncrementalAlterConfigs (forwarded to the controllers)
+	wire.Range{Key: 47, Min: 0, Max: 0}, // OffsetDelete
 	wire.Range{Key: 55, Min: 0, Max: 2}, // DescribeQuorum (forwarded to the controllers)
+	wire.Range{Key: 60, Min: 0, Max: 1}, // DescribeCluster
 )
