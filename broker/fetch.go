@@ -302,7 +302,7 @@ func (b *Broker) recordFollowerFetch(replica int32, req *kmsg.FetchRequest) {
 			if p == nil {
 				continue
 			}
-			p.r.FollowerFetched(replica, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.FetchOffset, now, b.brokerEpoch >= 0)
+			p.r.FollowerFetched(replica, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.FetchOffset, rp.LogStartOffset, now, b.brokerEpoch >= 0)
 			if err := p.apply(); err != nil {
 				b.e.Halt(err.Error())
 				return

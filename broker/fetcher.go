@@ -235,9 +235,10 @@ func (f *fetcher) handlePartition(s *fetchState, rp kmsg.FetchResponseTopicParti
 	p := s.p
 	switch {
 	case rp.ErrorCode == kerr.OffsetOutOfRange.Code:
-		// Our log runs past the leader's: without epochs this is how a
-		// follower learns it must cut (the old, lossy path).
-		if p.r.OffsetOutOfRange(rp.HighWatermark) {
+		// Our log runs past the leader's (without epochs this is how a
+		// follower learns it must cut: the old, lossy path), or ends below
+		// the leader's log start (it starts over there).
+		if p.r.OffsetOutOfRange(rp.HighWatermark, rp.LogStartOffset) {
 			return p.apply()
 		}
 		f.backoff(s)
@@ -263,6 +264,7 @@ func (f *fetcher) handlePartition(s *fetchState, rp kmsg.FetchResponseTopicParti
 		}
 	}
 	p.r.LeaderHighWatermark(rp.HighWatermark)
+	p.r.LeaderLogStart(rp.LogStartOffset)
 	return p.apply()
 }
 

@@ -564,6 +564,17 @@ func fuzzSeeds() map[string]fuzzSeed {
 		req.Version, req.Groups = v, []string{"g"}
 		add(fmt.Sprintf("deletegroups-v%d", v), 0, req)
 	}
+	for _, v := range []int16{0, 2} {
+		req := kmsg.NewPtrDeleteRecordsRequest()
+		req.Version, req.TimeoutMillis = v, 100
+		rt := kmsg.NewDeleteRecordsRequestTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+		rp.Offset = 1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		add(fmt.Sprintf("deleterecords-v%d", v), 0, req)
+	}
 	od := kmsg.NewPtrOffsetDeleteRequest()
 	od.Group = "g"
 	odt := kmsg.NewOffsetDeleteRequestTopic()

@@ -108,6 +108,18 @@ func (p *partition) apply() error {
 					return fmt.Errorf("truncate %v to %d: %w", p.tp, e.To, err)
 				}
 				p.r.Truncated(before, end, e.How, e.Why)
+			case replica.MoveLogStart:
+				var err error
+				if e.Fully {
+					err = p.log.TruncateFullyAndStartAt(e.To)
+				} else {
+					err = p.log.IncrementLogStartOffset(e.To)
+				}
+				if err != nil {
+					return fmt.Errorf("move the log start of %v to %d: %w", p.tp, e.To, err)
+				}
+				p.b.e.Log("log-start-moved", "partition", p.tp.String(), "to", e.To, "fully", e.Fully)
+				p.r.LogStartMoved(e.To)
 			}
 		}
 	}

@@ -23,6 +23,7 @@ var Versions = wire.NewVersions(
 	wire.Range{Key: 16, Min: 0, Max: 5}, // ListGroups
 	wire.Range{Key: 18, Min: 0, Max: 3}, // ApiVersions
 	wire.Range{Key: 19, Min: 0, Max: 7}, // CreateTopics
+	wire.Range{Key: 21, Min: 0, Max: 2}, // DeleteRecords
 	wire.Range{Key: 22, Min: 0, Max: 4}, // InitProducerId
 	wire.Range{Key: 23, Min: 0, Max: 4}, // OffsetForLeaderEpoch
 	wire.Range{Key: 24, Min: 0, Max: 5}, // AddPartitionsToTxn (v4+: brokers only, VerifyOnly)

@@ -17,6 +17,10 @@ const (
 	// Wake: the high watermark or the role moved; parked requests may
 	// complete.
 	Wake
+	// MoveLogStart: raise the log start offset to To (Fully: truncate the
+	// whole log and start it, empty, at To), then report with
+	// LogStartMoved(To).
+	MoveLogStart
 )
 
 // Effect is one thing the broker must do for the replica.
@@ -30,6 +34,7 @@ type Effect struct {
 	LeaderEpoch, PartitionEpoch int32
 
 	To       int64
+	Fully    bool
 	How, Why string
 }
 

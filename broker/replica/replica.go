@@ -89,6 +89,9 @@ type Remote struct {
 	LastFetch    env.Time
 	// LastFetchLeaderLogEnd is the leader's log end at its last fetch.
 	LastFetchLeaderLogEnd int64
+	// LogStart is the log start offset its last fetch reported; -1 until
+	// it fetches in this epoch.
+	LogStart int64
 }
 
 // Replica is one partition replica's replication state.
@@ -155,7 +158,7 @@ func (r *Replica) BecomeLeader(a Assignment, now env.Time) {
 	r.followers = map[int32]*Remote{}
 	for _, id := range a.Replicas {
 		if id != r.cfg.ID {
-			r.followers[id] = &Remote{LogEnd: -1, LastCaughtUp: now, LastFetch: now}
+			r.followers[id] = &Remote{LogEnd: -1, LogStart: -1, LastCaughtUp: now, LastFetch: now}
 		}
 	}
 	r.logf("become-leader", "partition", r.cfg.Name, "epoch", a.LeaderEpoch, "leo", r.log.LogEndOffset(), "hw", r.hw, "isr", fmt.Sprint(a.ISR))
@@ -206,10 +209,10 @@ func (r *Replica) UpdateISR(a Assignment) {
 func (r *Replica) Assign(a Assignment) { r.a = a.clone() }
 
 // FollowerFetched records a follower's fetch (its current and last fetched
-// leader epochs, its fetch offset) at now, then maybe expands the ISR —
+// leader epochs, its fetch offset and log start offset) at now, then maybe expands the ISR —
 // proposing only if canPropose (the broker is registered) — and advances
 // the high watermark.
-func (r *Replica) FollowerFetched(id, currentLeaderEpoch, lastFetchedEpoch int32, fetchOffset int64, now env.Time, canPropose bool) {
+func (r *Replica) FollowerFetched(id, currentLeaderEpoch, lastFetchedEpoch int32, fetchOffset, logStartOffset int64, now env.Time, canPropose bool) {
 	if r.role != Leader {
 		return
 	}
@@ -237,6 +240,10 @@ func (r *Replica) FollowerFetched(id, currentLeaderEpoch, lastFetchedEpoch int32
 		f.LastCaughtUp = max(f.LastCaughtUp, f.LastFetch)
 	}
 	f.LogEnd = fetchOffset
+	if f.LogStart >= 0 && logStartOffset != f.LogStart {
+		r.wake() // a DeleteRecords may be waiting for the low watermark
+	}
+	f.LogStart = logStartOffset
 	f.LastFetchLeaderLogEnd = leo
 	f.LastFetch = now
 	r.maybeExpandISR(id, canPropose)
@@ -342,10 +349,19 @@ func (r *Replica) SkipTruncation() { r.truncatePending = false }
 // Diverged applies a fetch response's diverging epoch (KIP-320).
 func (r *Replica) Diverged(epoch int32, end int64) { r.truncateByEpoch(epoch, end) }
 
-// OffsetOutOfRange: the leader refused a fetch past its log end. A log
-// running past the leader's high watermark is cut there (the old, lossy
-// way a follower learns it must truncate); it reports whether it was.
-func (r *Replica) OffsetOutOfRange(leaderHighWatermark int64) bool {
+// OffsetOutOfRange: the leader refused a fetch outside its log. A log that
+// ends below the leader's log start (records the leader deleted, or whose
+// segments retention removed) starts over at it, empty, as Kafka's
+// ReplicaFetcherThread truncates fully and starts at the leader's log start
+// offset. A log running past the leader's high watermark is cut there (the
+// old, lossy way a follower learns it must truncate). It reports whether it
+// did either.
+func (r *Replica) OffsetOutOfRange(leaderHighWatermark, leaderLogStart int64) bool {
+	if leaderLogStart > r.log.LogEndOffset() {
+		r.logf("follower-starts-at-leader-log-start", "log-end", r.log.LogEndOffset(), "leader-log-start", leaderLogStart)
+		r.effects = append(r.effects, Effect{Kind: MoveLogStart, To: leaderLogStart, Fully: true})
+		return true
+	}
 	if leaderHighWatermark < 0 || r.log.LogEndOffset() <= leaderHighWatermark {
 		return false
 	}
@@ -362,6 +378,58 @@ func (r *Replica) LeaderHighWatermark(hw int64) {
 		r.hw = hw
 		r.wake()
 	}
+}
+
+// LeaderLogStart takes the leader's log start offset from a fetch
+// response: a follower's log starts there too, as far as its own high
+// watermark reaches (Kafka's follower calls maybeIncrementLogStartOffset
+// with it), so records a leader deleted are deleted everywhere.
+func (r *Replica) LeaderLogStart(start int64) {
+	if to := min(start, r.hw); r.role == Follower && to > r.log.LogStartOffset() {
+		r.effects = append(r.effects, Effect{Kind: MoveLogStart, To: to})
+	}
+}
+
+// DeleteRecordsBefore moves a leader's log start offset to offset (-1: its
+// high watermark), as Kafka's DeleteRecords does; false, and nothing moved,
+// if this replica does not lead or offset lies past its high watermark
+// (OFFSET_OUT_OF_RANGE). It returns the offset the log starts at.
+func (r *Replica) DeleteRecordsBefore(offset int64) (int64, bool) {
+	if offset == -1 {
+		offset = r.hw
+	}
+	if r.role != Leader || offset < 0 || offset > r.hw {
+		return 0, false
+	}
+	if offset > r.log.LogStartOffset() {
+		r.effects = append(r.effects, Effect{Kind: MoveLogStart, To: offset})
+	}
+	return offset, true
+}
+
+// LowWatermark is the lowest log start offset among the leader and the
+// followers counted (Kafka's lowWatermarkIfLeader counts those on live
+// brokers whose log start it knows): a DeleteRecords is done once it
+// reaches the offset asked. A follower that has not fetched in this epoch
+// does not count.
+func (r *Replica) LowWatermark(counted func(id int32) bool) int64 {
+	low := r.log.LogStartOffset()
+	for _, id := range r.a.Replicas {
+		if f := r.followers[id]; f != nil && f.LogStart >= 0 && counted(id) {
+			low = min(low, f.LogStart)
+		}
+	}
+	return low
+}
+
+// LogStartMoved reports a MoveLogStart the replica asked for: the log now
+// starts at start (and, if it started over, ends there too); the high
+// watermark is never below it.
+func (r *Replica) LogStartMoved(start int64) {
+	if r.hw < start {
+		r.hw = start
+	}
+	r.wake()
 }
 
 // Truncated reports a truncation the replica asked for: the log ended at

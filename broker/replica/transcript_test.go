@@ -2,6 +2,7 @@ package replica_test
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,11 +31,14 @@ import (
 //	become-leader epoch=E isr=(..) [replicas=(..)] [partition-epoch=P] [at=T]
 //	become-follower leader=L epoch=E isr=(..) [replicas=(..)] [partition-epoch=P]
 //	update-isr isr=(..) partition-epoch=P                the controller's newer ISR, same epoch
-//	fetch from=R offset=O [current-epoch=E] [last-epoch=X] [at=T] [unregistered]
+//	fetch from=R offset=O [log-start=S] [current-epoch=E] [last-epoch=X] [at=T] [unregistered]
 //	appended                                             the leader's log grew
 //	tick at=T [unregistered]
 //	answer [refused=WHY] [lost] [isr=(..)] [partition-epoch=P] [epoch=E]   the last proposal's answer
-//	epoch-answer epoch=E end=O | diverged epoch=E end=O | out-of-range hw=H | leader-hw hw=H
+//	epoch-answer epoch=E end=O | diverged epoch=E end=O | out-of-range hw=H [log-start=S] | leader-hw hw=H
+//	leader-log-start start=S                             a fetch response's log start offset
+//	delete-records offset=O                              DeleteRecords at the leader (-1: its high watermark)
+//	low-watermark [dead=(..)]                            the lowest log start, not counting the dead
 //	skip-truncation
 //	state
 func TestTranscripts(t *testing.T) {
@@ -85,7 +89,7 @@ func TestTranscripts(t *testing.T) {
 				h.r.UpdateISR(a)
 			case "fetch":
 				h.r.FollowerFetched(int32(intArg(d, "from", 1)), int32(intArg(d, "current-epoch", -1)), int32(intArg(d, "last-epoch", -1)),
-					intArg(d, "offset", 0), at(d), !d.HasArg("unregistered"))
+					intArg(d, "offset", 0), intArg(d, "log-start", -1), at(d), !d.HasArg("unregistered"))
 			case "appended":
 				h.r.Appended()
 			case "tick":
@@ -116,7 +120,18 @@ func TestTranscripts(t *testing.T) {
 			case "diverged":
 				h.r.Diverged(int32(intArg(d, "epoch", -1)), intArg(d, "end", -1))
 			case "out-of-range":
-				fmt.Fprintf(&h.out, "cut: %v\n", h.r.OffsetOutOfRange(intArg(d, "hw", -1)))
+				fmt.Fprintf(&h.out, "cut: %v\n", h.r.OffsetOutOfRange(intArg(d, "hw", -1), intArg(d, "log-start", -1)))
+			case "leader-log-start":
+				h.r.LeaderLogStart(intArg(d, "start", -1))
+			case "delete-records":
+				start, ok := h.r.DeleteRecordsBefore(intArg(d, "offset", -1))
+				fmt.Fprintf(&h.out, "delete-records: start %d ok %v\n", start, ok)
+			case "low-watermark":
+				var dead []int32
+				if d.HasArg("dead") {
+					dead = ids(d, "dead")
+				}
+				fmt.Fprintf(&h.out, "low-watermark %d\n", h.r.LowWatermark(func(id int32) bool { return !slices.Contains(dead, id) }))
 			case "leader-hw":
 				h.r.LeaderHighWatermark(intArg(d, "hw", -1))
 			case "skip-truncation":
@@ -200,6 +215,19 @@ func (h *harness) drain() string {
 				}
 				fmt.Fprintf(&h.out, "truncate to=%d (%s): log end %d -> %d\n", e.To, e.Why, before, end)
 				h.r.Truncated(before, end, e.How, e.Why)
+			case replica.MoveLogStart:
+				var err error
+				if e.Fully {
+					err = h.log.TruncateFullyAndStartAt(e.To)
+				} else {
+					err = h.log.IncrementLogStartOffset(e.To)
+				}
+				if err != nil {
+					fmt.Fprintf(&h.out, "move log start to=%d fully=%v: error %v\n", e.To, e.Fully, err)
+					continue
+				}
+				fmt.Fprintf(&h.out, "move log start to=%d fully=%v: log %d-%d\n", e.To, e.Fully, h.log.LogStartOffset(), h.log.LogEndOffset())
+				h.r.LogStartMoved(e.To)
 			}
 		}
 	}
@@ -222,13 +250,20 @@ func (h *harness) state() string {
 		fmt.Fprintf(&b, " pending %v", p)
 	}
 	fmt.Fprintf(&b, "\nhw %d lso %d log-end %d", h.r.HighWatermark(), h.r.LastStableOffset(), h.log.LogEndOffset())
+	if start := h.log.LogStartOffset(); start > 0 {
+		fmt.Fprintf(&b, " log-start %d", start)
+	}
 	if h.r.TruncatePending() {
 		b.WriteString(" truncate-pending")
 	}
 	b.WriteString("\n")
 	for _, id := range a.Replicas {
 		if f, ok := h.r.Remote(id); ok {
-			fmt.Fprintf(&b, "follower %d log-end %d caught-up %v\n", id, f.LogEnd, time.Duration(f.LastCaughtUp))
+			fmt.Fprintf(&b, "follower %d log-end %d caught-up %v", id, f.LogEnd, time.Duration(f.LastCaughtUp))
+			if f.LogStart >= 0 {
+				fmt.Fprintf(&b, " log-start %d", f.LogStart)
+			}
+			b.WriteString("\n")
 		}
 	}
 	return b.String()
