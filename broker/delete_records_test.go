@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kafkasim/kafkasim/broker/config"
+	"github.com/kafkasim/kafkasim/broker/record"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -99,4 +100,47 @@ func TestAFollowerBehindTheLeadersLogStartStartsOverThere(t *testing.T) {
 	s, _ := c.broker(follower).Partition(orders)
 	require.Equal(t, int64(6), s.LogStartOffset)
 	require.Equal(t, int64(10), s.LogEndOffset)
+}
+
+// DescribeProducers lists an idempotent producer's state at the leader:
+// its id, epoch and last sequence; other replicas refuse.
+func TestDescribeProducersListsTheLeadersProducerState(t *testing.T) {
+	c := newCluster(t, 43, 3, config.Default())
+	c.createTopic("orders", 1, 3)
+	leader := c.leaderOf(orders)
+	req := kmsg.NewPtrProduceRequest()
+	req.Acks, req.TimeoutMillis = -1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "orders"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	h := record.NewHeader()
+	h.FirstTimestamp = c.w.Now().UnixMilli()
+	h.ProducerID, h.ProducerEpoch, h.BaseSequence = 4242, 3, 0
+	batch, err := record.Encode(h, []record.Record{{Value: []byte("a")}, {Value: []byte("b")}})
+	require.NoError(t, err)
+	rp.Records = batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := c.call(c.brokers[leader], req)
+	require.NoError(t, err)
+	require.Zero(t, resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode)
+
+	describe := func(b int) kmsg.DescribeProducersResponseTopicPartition {
+		req := kmsg.NewPtrDescribeProducersRequest()
+		dt := kmsg.NewDescribeProducersRequestTopic()
+		dt.Topic, dt.Partitions = "orders", []int32{0}
+		req.Topics = append(req.Topics, dt)
+		resp, err := c.call(c.brokers[b], req)
+		require.NoError(t, err)
+		return resp.(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0]
+	}
+	got := describe(leader)
+	require.Zero(t, got.ErrorCode)
+	require.Len(t, got.ActiveProducers, 1)
+	ap := got.ActiveProducers[0]
+	require.Equal(t, int64(4242), ap.ProducerID)
+	require.Equal(t, int32(3), ap.ProducerEpoch)
+	require.Equal(t, int32(1), ap.LastSequence)
+	require.Equal(t, int64(-1), ap.CurrentTxnStartOffset)
+	require.Equal(t, kerr.NotLeaderForPartition.Code, describe((leader+1)%3).ErrorCode)
 }

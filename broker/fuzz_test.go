@@ -575,6 +575,11 @@ func fuzzSeeds() map[string]fuzzSeed {
 		req.Topics = append(req.Topics, rt)
 		add(fmt.Sprintf("deleterecords-v%d", v), 0, req)
 	}
+	dp := kmsg.NewPtrDescribeProducersRequest()
+	dpt := kmsg.NewDescribeProducersRequestTopic()
+	dpt.Topic, dpt.Partitions = "t", []int32{0, 1, 7}
+	dp.Topics = append(dp.Topics, dpt)
+	add("describeproducers-v0", 0, dp)
 	od := kmsg.NewPtrOffsetDeleteRequest()
 	od.Group = "g"
 	odt := kmsg.NewOffsetDeleteRequestTopic()

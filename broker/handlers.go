@@ -27,6 +27,8 @@ func (b *Broker) serve(r *rpc.Request) {
 		r.Respond(b.handleOffsetForLeaderEpoch(req))
 	case *kmsg.CreateTopicsRequest:
 		b.handleCreateTopics(r, req)
+	case *kmsg.DescribeProducersRequest:
+		r.Respond(b.handleDescribeProducers(req))
 	case *kmsg.DeleteRecordsRequest:
 		b.handleDeleteRecords(r, req)
 	case *kmsg.ListGroupsRequest:

@@ -38,4 +38,5 @@ var Versions = wire.NewVersions(
 	wire.Range{Key: 47, Min: 0, Max: 0}, // OffsetDelete
 	wire.Range{Key: 55, Min: 0, Max: 2}, // DescribeQuorum (forwarded to the controllers)
 	wire.Range{Key: 60, Min: 0, Max: 1}, // DescribeCluster
+	wire.Range{Key: 61, Min: 0, Max: 0}, // DescribeProducers
 )
