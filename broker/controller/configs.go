@@ -54,95 +54,98 @@ type configChange struct {
 
 func (c *Controller) alterConfigs(r *rpc.Request, req *kmsg.AlterConfigsRequest) decision {
 	resp := kmsg.NewPtrAlterConfigsResponse()
+	var targets []configTarget
 	for _, res := range req.Resources {
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
 		resp.Resources = append(resp.Resources, rr)
+		targets = append(targets, configTarget{res.ResourceType, res.ResourceName})
 	}
-	set := func(i int, code int16, msg string) {
-		resp.Resources[i].ErrorCode = code
-		if msg != "" {
-			resp.Resources[i].ErrorMessage = &msg
-		}
+	set := func(i int, code int16, msg *string) {
+		resp.Resources[i].ErrorCode, resp.Resources[i].ErrorMessage = code, msg
 	}
-	refuse := func() {
-		for i := range resp.Resources {
-			set(i, kerr.NotController.Code, "")
-		}
-		r.Respond(resp)
-	}
-	return decision{refuse: refuse, decide: func() ([]metadata.Record, func()) {
-		var rs []metadata.Record
-		for i, res := range req.Resources {
-			// AlterConfigs replaces the resource's overrides wholly: what it
-			// does not name is removed (the legacy, non-incremental API).
-			var changes []configChange
-			named := map[string]bool{}
-			bad := ""
-			for _, cfg := range res.Configs {
-				if cfg.Value == nil {
-					bad = fmt.Sprintf("null value not supported for: %s", cfg.Name)
-					break
-				}
-				named[cfg.Name] = true
-				changes = append(changes, configChange{name: cfg.Name, value: *cfg.Value})
+	return c.alterDecision(r, resp, targets, req.ValidateOnly, set, func(i int) ([]configChange, int16, string) {
+		// AlterConfigs replaces the resource's overrides wholly: what it
+		// does not name is removed (the legacy, non-incremental API).
+		res := req.Resources[i]
+		var changes []configChange
+		named := map[string]bool{}
+		for _, cfg := range res.Configs {
+			if cfg.Value == nil {
+				return nil, kerr.InvalidRequest.Code, fmt.Sprintf("null value not supported for: %s", cfg.Name)
 			}
-			if bad != "" {
-				set(i, kerr.InvalidRequest.Code, bad)
-				continue
-			}
-			if t := c.st.Topics[res.ResourceName]; t != nil && res.ResourceType == resourceTopic {
-				for _, name := range slices.Sorted(maps.Keys(t.Configs)) {
-					if !named[name] {
-						changes = append(changes, configChange{name: name, remove: true})
-					}
+			named[cfg.Name] = true
+			changes = append(changes, configChange{name: cfg.Name, value: *cfg.Value})
+		}
+		if t := c.st.Topics[res.ResourceName]; t != nil && res.ResourceType == resourceTopic {
+			for _, name := range slices.Sorted(maps.Keys(t.Configs)) {
+				if !named[name] {
+					changes = append(changes, configChange{name: name, remove: true})
 				}
 			}
-			recs, code, msg := c.configRecords(res.ResourceType, res.ResourceName, changes)
-			set(i, code, msg)
-			if code == 0 && !req.ValidateOnly {
-				rs = append(rs, recs...)
-			}
 		}
-		return rs, func() { r.Respond(resp) }
-	}}
+		return changes, 0, ""
+	})
 }
 
 func (c *Controller) incrementalAlterConfigs(r *rpc.Request, req *kmsg.IncrementalAlterConfigsRequest) decision {
 	resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
+	var targets []configTarget
 	for _, res := range req.Resources {
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
 		resp.Resources = append(resp.Resources, rr)
+		targets = append(targets, configTarget{res.ResourceType, res.ResourceName})
 	}
-	set := func(i int, code int16, msg string) {
-		resp.Resources[i].ErrorCode = code
-		if msg != "" {
-			resp.Resources[i].ErrorMessage = &msg
+	set := func(i int, code int16, msg *string) {
+		resp.Resources[i].ErrorCode, resp.Resources[i].ErrorMessage = code, msg
+	}
+	return c.alterDecision(r, resp, targets, req.ValidateOnly, set, func(i int) ([]configChange, int16, string) {
+		var current map[string]string
+		if t := c.st.Topics[req.Resources[i].ResourceName]; t != nil {
+			current = t.Configs
+		}
+		return incrementalChanges(req.Resources[i], current)
+	})
+}
+
+// configTarget is one resource a request alters.
+type configTarget struct {
+	typ  kmsg.ConfigResourceType
+	name string
+}
+
+// alterDecision is the decision both alter APIs take: each target's
+// changes (changesOf, read from the committed state) validated and turned
+// into records, every target's outcome set in resp; NOT_CONTROLLER for all
+// if refused.
+func (c *Controller) alterDecision(r *rpc.Request, resp kmsg.Response, targets []configTarget, validateOnly bool,
+	set func(i int, code int16, msg *string), changesOf func(i int) ([]configChange, int16, string)) decision {
+	outcome := func(i int, code int16, msg string) {
+		if msg == "" {
+			set(i, code, nil)
+		} else {
+			set(i, code, &msg)
 		}
 	}
 	refuse := func() {
-		for i := range resp.Resources {
-			set(i, kerr.NotController.Code, "")
+		for i := range targets {
+			outcome(i, kerr.NotController.Code, "")
 		}
 		r.Respond(resp)
 	}
 	return decision{refuse: refuse, decide: func() ([]metadata.Record, func()) {
 		var rs []metadata.Record
-		for i, res := range req.Resources {
-			var current map[string]string
-			if t := c.st.Topics[res.ResourceName]; t != nil {
-				current = t.Configs
-			}
-			changes, code, msg := incrementalChanges(res, current)
+		for i, t := range targets {
+			changes, code, msg := changesOf(i)
 			if code == 0 {
 				var recs []metadata.Record
-				recs, code, msg = c.configRecords(res.ResourceType, res.ResourceName, changes)
-				if code == 0 && !req.ValidateOnly {
+				recs, code, msg = c.configRecords(t.typ, t.name, changes)
+				if code == 0 && !validateOnly {
 					rs = append(rs, recs...)
 				}
 			}
-			set(i, code, msg)
+			outcome(i, code, msg)
 		}
 		return rs, func() { r.Respond(resp) }
 	}}
