@@ -1,6 +1,10 @@
 package apps
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/kafkasim/kafkasim/broker/client"
+)
 
 // ProducerConfig is the producer clients' configuration.
 type ProducerConfig struct {
@@ -30,7 +34,12 @@ type ConsumerConfig struct {
 	IsolationLevel       string `json:"isolation.level"` // read_uncommitted | read_committed
 	EnableAutoCommit     bool   `json:"enable.auto.commit"`
 	AutoCommitIntervalMs int    `json:"auto.commit.interval.ms"`
-	AutoOffsetReset      string `json:"auto.offset.reset"`
+	// AutoOffsetReset is where a consumer goes when its position is not
+	// in the log (earliest, latest or none). With none the consumer stops
+	// the partition and the application repositions it from where it
+	// keeps its offsets: the sink for the atomic pattern, the group's
+	// committed offsets otherwise.
+	AutoOffsetReset string `json:"auto.offset.reset"`
 	// Group membership (consume-transform-produce processors subscribe).
 	SessionTimeoutMs    int `json:"session.timeout.ms"`
 	HeartbeatIntervalMs int `json:"heartbeat.interval.ms"`
@@ -135,3 +144,14 @@ func ConsumerNode(i int) string { return fmt.Sprintf("consumer-%d", i) }
 
 // ProcessorNode is the node of consume-transform-produce processor i.
 func ProcessorNode(i int) string { return fmt.Sprintf("processor-%d", i) }
+
+// offsetReset is the consumer option for the configured auto.offset.reset.
+func (c ConsumerConfig) offsetReset() client.OffsetReset {
+	switch c.AutoOffsetReset {
+	case "latest":
+		return client.OffsetResetLatest
+	case "none":
+		return client.OffsetResetNone
+	}
+	return client.OffsetResetEarliest
+}

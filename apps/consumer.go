@@ -1,6 +1,7 @@
 package apps
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -70,10 +71,7 @@ func (a *consumerApp) Start(e env.Env) {
 	o := client.DefaultConsumerOptions(wl.cfg.Brokers...)
 	o.ConnectionOptions = wl.connection(node)
 	o.GroupID = GroupID
-	o.AutoOffsetReset = client.OffsetResetEarliest
-	if wl.cfg.Consumer.AutoOffsetReset == "latest" {
-		o.AutoOffsetReset = client.OffsetResetLatest
-	}
+	o.AutoOffsetReset = wl.cfg.Consumer.offsetReset()
 	o.IsolationLevel = client.ReadUncommitted
 	if wl.cfg.Consumer.IsolationLevel == "read_committed" {
 		o.IsolationLevel = client.ReadCommitted
@@ -151,11 +149,45 @@ func (a *consumerApp) poll() {
 			outcome = history.Fail // a poll that returned nothing changed nothing
 		}
 		wl.rec.Complete(id, wl.now(), outcome, history.Result{Fetched: fetchesOf(recs, before, false), Error: errText(err)})
+		if pe := (*client.PartitionError)(nil); len(recs) == 0 && errors.As(err, &pe) {
+			a.e.AfterFunc(retryBackoff, func() { a.reposition(pe.TopicPartition) })
+			return
+		}
 		if len(recs) == 0 {
 			a.e.AfterFunc(10*time.Millisecond, a.poll)
 			return
 		}
 		a.handle(recs)
+	})
+}
+
+// reposition seeks a partition the consumer stopped (auto.offset.reset
+// none: its position is not in the log, as when a zombie leader's log ends
+// below it) back to where the application keeps its offsets: the sink for
+// the atomic pattern, the group's committed offset otherwise (the log
+// start when there is none). An automatic reset would move it without the
+// application knowing, past or back over what it already wrote.
+func (a *consumerApp) reposition(tp client.TopicPartition) {
+	if a.wl.cfg.Workload.Commit == AtomicWithOutput {
+		a.resume()
+		return
+	}
+	a.c.Committed([]client.TopicPartition{tp}, func(got map[client.TopicPartition]client.OffsetAndMetadata, err error) {
+		if err != nil {
+			a.e.AfterFunc(retryBackoff, func() { a.reposition(tp) })
+			return
+		}
+		offset := int64(0)
+		if o, ok := got[tp]; ok {
+			offset = o.Offset
+		}
+		if a.c.Seek(tp, offset) == nil {
+			wl := a.wl
+			id := wl.rec.Invoke(history.Op{Process: a.process, Node: ConsumerNode(a.index), Kind: history.KindSeek, Call: wl.now(),
+				Seek: &history.Seek{Offsets: []history.PartitionOffset{{TP: HTP(tp), Offset: offset}}}})
+			wl.rec.Complete(id, wl.now(), history.OK, history.Result{})
+		}
+		a.poll()
 	})
 }
 

@@ -76,10 +76,7 @@ func (a *processorApp) Start(e env.Env) {
 	o := client.DefaultConsumerOptions(wl.cfg.Brokers...)
 	o.ConnectionOptions = wl.connection(a.node)
 	o.GroupID = GroupID
-	o.AutoOffsetReset = client.OffsetResetEarliest
-	if s.Consumer.AutoOffsetReset == "latest" {
-		o.AutoOffsetReset = client.OffsetResetLatest
-	}
+	o.AutoOffsetReset = s.Consumer.offsetReset()
 	o.IsolationLevel = wl.Isolation()
 	o.FetchMaxWait = time.Duration(wl.cfg.Consumer.FetchMaxWaitMs) * time.Millisecond
 	o.FetchMinBytes = int32(wl.cfg.Consumer.FetchMinBytes)
@@ -198,6 +195,17 @@ func (a *processorApp) poll() {
 			outcome = history.Fail
 		}
 		wl.rec.Complete(id, wl.now(), outcome, history.Result{Fetched: fs, Rebalanced: a.rebalanced, Error: errText(err)})
+		if pe := (*client.PartitionError)(nil); len(recs) == 0 && errors.As(err, &pe) {
+			// auto.offset.reset none: the consumer stopped a partition
+			// whose position the log does not have. Back to the committed
+			// offsets, through an abort if a transaction is open.
+			if t := a.txn; t != nil {
+				a.abort(t, err)
+				return
+			}
+			a.rewind()
+			return
+		}
 		if len(recs) == 0 {
 			if t := a.txn; t != nil && a.due(t) {
 				a.endTxn(t)

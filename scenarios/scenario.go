@@ -335,8 +335,8 @@ func (s Scenario) Validate() error {
 		return bad("workload.abort.percent %d: a share in [0, 100] of a consume-transform-produce's transactions", w.AbortPercent)
 	case s.Consumer.IsolationLevel != "read_committed" && s.Consumer.IsolationLevel != "read_uncommitted":
 		return bad("isolation.level %q: want read_committed or read_uncommitted", s.Consumer.IsolationLevel)
-	case s.Consumer.AutoOffsetReset != "earliest" && s.Consumer.AutoOffsetReset != "latest":
-		return bad("auto.offset.reset %q: want earliest or latest", s.Consumer.AutoOffsetReset)
+	case s.Consumer.AutoOffsetReset != "earliest" && s.Consumer.AutoOffsetReset != "latest" && s.Consumer.AutoOffsetReset != "none":
+		return bad("auto.offset.reset %q: want earliest, latest or none", s.Consumer.AutoOffsetReset)
 	case w.Messages < 1 || w.Messages > 1_000_000:
 		return bad("workload.messages %d outside [1, 1000000]", w.Messages)
 	case w.Producers < 1 || w.Producers > 64:

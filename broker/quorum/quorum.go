@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -129,7 +130,12 @@ func Start(e env.Env, router *rpc.Router, cfg Config) (*Voter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("quorum: %w", err)
 	}
-	l, entries, err := openLog(e.Disk())
+	l, entries, err := openLog(e.Disk(), snap.ID.Epoch)
+	if ce := (*EpochCorruptionError)(nil); errors.As(err, &ce) {
+		e.Log("quorum-log-cut", "id", cfg.ID, "entry", ce.Offset, "epoch", ce.Epoch, "after", ce.Prev, "cut-at", ce.CutAt)
+		e.Probe(probe.CorruptBatchDetected, Topic)
+		err = nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("quorum: metadata log: %w", err)
 	}

@@ -63,8 +63,10 @@ func writeState(d env.Disk, st raft.PersistQuorumState, voters []int32) error {
 
 // openLog opens the metadata log, flushes what a crash left in the page
 // cache (so all of it is durable before the core counts it flushed), and
-// reads its entries.
-func openLog(d env.Disk) (*klog.Log, []raft.Entry, error) {
+// reads its entries. Their epochs must not drop below startEpoch (the
+// latest snapshot's) or the one before; where one does, openLog cuts the
+// log and returns the good part with an *EpochCorruptionError.
+func openLog(d env.Disk, startEpoch int32) (*klog.Log, []raft.Entry, error) {
 	l, err := klog.Open(d, klog.Config{Topic: Topic, Partition: 0, SegmentBytesMax: 1 << 20})
 	if err != nil {
 		return nil, nil, err
@@ -89,5 +91,50 @@ func openLog(d env.Disk) (*klog.Log, []raft.Entry, error) {
 	if start+int64(len(es)) != l.LogEndOffset() {
 		return nil, nil, fmt.Errorf("metadata log: read %d entries from %d of a log ending at %d", len(es), start, l.LogEndOffset())
 	}
+	if i := firstEpochDrop(es, startEpoch); i < len(es) {
+		// A batch's leader epoch is outside Kafka's CRC (and here the
+		// header sidecar that covers it was unusable too), so an epoch
+		// below the one before it is a flipped bit in one of the two
+		// batches: cut the log from the earlier, as recovery cuts a batch
+		// failing its checksum; the leader sends the rest again. (Kafka's
+		// LeaderEpochFileCache.assign drops non-monotonic epochs on load;
+		// the batches keep theirs.) A flip upward in the last batch looks
+		// like a newer epoch and cannot be told apart, as in Kafka.
+		prev, at := startEpoch, es[i].Offset
+		if i > 0 {
+			prev, at = es[i-1].Epoch, es[i-1].Offset
+		}
+		if _, err := l.TruncateTo(at); err != nil {
+			return nil, nil, err
+		}
+		cut := &EpochCorruptionError{Offset: es[i].Offset, Epoch: es[i].Epoch, Prev: prev, CutAt: l.LogEndOffset()}
+		return l, es[:l.LogEndOffset()-start], cut
+	}
 	return l, es, nil
+}
+
+// EpochCorruptionError says where openLog cut a metadata log whose
+// leader epochs could not be right; the log it returns is good.
+type EpochCorruptionError struct {
+	Offset      int64 // the entry whose epoch dropped
+	Epoch, Prev int32
+	CutAt       int64 // the log end after the cut
+}
+
+func (e *EpochCorruptionError) Error() string {
+	return fmt.Sprintf("metadata log: entry %d has leader epoch %d after %d: cut at %d", e.Offset, e.Epoch, e.Prev, e.CutAt)
+}
+
+// firstEpochDrop is the position of the first entry whose epoch is below
+// the one before it (startEpoch, the snapshot's, before the first), or
+// len(es).
+func firstEpochDrop(es []raft.Entry, startEpoch int32) int {
+	prev := startEpoch
+	for i, en := range es {
+		if en.Epoch < prev {
+			return i
+		}
+		prev = en.Epoch
+	}
+	return len(es)
 }
