@@ -139,7 +139,9 @@ func (b *Broker) Stop() {
 // controllerVersions are the APIs a broker calls on the controller.
 var controllerVersions = wire.NewVersions(
 	wire.Range{Key: 19, Min: 0, Max: 7},
+	wire.Range{Key: 20, Min: 0, Max: 6},
 	wire.Range{Key: 33, Min: 0, Max: 2},
+	wire.Range{Key: 37, Min: 0, Max: 3},
 	wire.Range{Key: 44, Min: 0, Max: 1},
 	wire.Range{Key: 55, Min: 0, Max: 2},
 	wire.Range{Key: 56, Min: 1, Max: 1},
@@ -221,11 +223,11 @@ func (b *Broker) sendHeartbeat() {
 }
 
 // applyPartition makes this replica of ps follow what the controller says.
-func (b *Broker) applyPartition(ps metadata.Partition) error {
+func (b *Broker) applyPartition(ps metadata.Partition, topicID [16]byte) error {
 	p := b.partitions[ps.TopicPartition]
 	if p == nil {
 		var err error
-		if p, err = b.openPartition(ps); err != nil {
+		if p, err = b.openPartition(ps, topicID); err != nil {
 			return err
 		}
 	} else if err := b.reconfigure(p); err != nil {

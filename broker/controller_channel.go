@@ -85,6 +85,14 @@ func notController(resp kmsg.Response) bool {
 		return r.ErrorCode == code
 	case *kmsg.CreateTopicsResponse:
 		return len(r.Topics) > 0 && r.Topics[0].ErrorCode == code
+	case *kmsg.DeleteTopicsResponse:
+		return len(r.Topics) > 0 && r.Topics[0].ErrorCode == code
+	case *kmsg.CreatePartitionsResponse:
+		return len(r.Topics) > 0 && r.Topics[0].ErrorCode == code
+	case *kmsg.AlterConfigsResponse:
+		return len(r.Resources) > 0 && r.Resources[0].ErrorCode == code
+	case *kmsg.IncrementalAlterConfigsResponse:
+		return len(r.Resources) > 0 && r.Resources[0].ErrorCode == code
 	case *kmsg.DescribeQuorumResponse:
 		return len(r.Topics) > 0 && len(r.Topics[0].Partitions) > 0 &&
 			r.Topics[0].Partitions[0].ErrorCode == kerr.NotLeaderForPartition.Code

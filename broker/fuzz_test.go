@@ -594,6 +594,32 @@ func fuzzSeeds() map[string]fuzzSeed {
 		add(fmt.Sprintf("describecluster-v%d", v), 0, req)
 	}
 
+	for _, v := range []int16{1, 5, 6} {
+		req := kmsg.NewPtrDeleteTopicsRequest()
+		req.Version, req.TimeoutMillis = v, 100
+		req.TopicNames = []string{"t", "t", "__consumer_offsets"}
+		for _, n := range req.TopicNames {
+			rt := kmsg.NewDeleteTopicsRequestTopic()
+			rt.Topic = kmsg.StringPtr(n)
+			req.Topics = append(req.Topics, rt)
+		}
+		byID := kmsg.NewDeleteTopicsRequestTopic()
+		byID.TopicID = [16]byte{7}
+		req.Topics = append(req.Topics, byID)
+		add(fmt.Sprintf("deletetopics-v%d", v), 0, req)
+	}
+	for _, v := range []int16{0, 3} {
+		req := kmsg.NewPtrCreatePartitionsRequest()
+		req.Version, req.TimeoutMillis = v, 100
+		rt := kmsg.NewCreatePartitionsRequestTopic()
+		rt.Topic, rt.Count = "t", 3
+		a := kmsg.NewCreatePartitionsRequestTopicAssignment()
+		a.Replicas = []int32{0, 0}
+		rt.Assignment = append(rt.Assignment, a, a)
+		req.Topics = append(req.Topics, rt)
+		add(fmt.Sprintf("createpartitions-v%d", v), 0, req)
+	}
+
 	valid := seeds["metadata-v9"].frame
 	seeds["truncated"] = fuzzSeed{0, valid[:len(valid)-3]}
 	seeds["header-only"] = fuzzSeed{0, valid[:8]}

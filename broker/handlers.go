@@ -27,6 +27,10 @@ func (b *Broker) serve(r *rpc.Request) {
 		r.Respond(b.handleOffsetForLeaderEpoch(req))
 	case *kmsg.CreateTopicsRequest:
 		b.handleCreateTopics(r, req)
+	case *kmsg.DeleteTopicsRequest:
+		b.handleDeleteTopics(r, req)
+	case *kmsg.CreatePartitionsRequest:
+		b.handleCreatePartitions(r, req)
 	case *kmsg.DescribeProducersRequest:
 		r.Respond(b.handleDescribeProducers(req))
 	case *kmsg.DeleteRecordsRequest:

@@ -111,12 +111,17 @@ func (b *Broker) publishMetadata() {
 	img := b.meta.St.Image()
 	b.image = img
 	clear(b.topicSettings)
+	if err := b.deletePartitions(img); err != nil {
+		b.e.Halt(err.Error())
+		return
+	}
 	for _, name := range img.TopicNames() {
-		for _, ps := range img.Topics[name].Partitions {
+		t := img.Topics[name]
+		for _, ps := range t.Partitions {
 			if !ps.IsReplica(b.opts.ID) {
 				continue
 			}
-			if err := b.applyPartition(ps); err != nil {
+			if err := b.applyPartition(ps, t.ID); err != nil {
 				b.e.Halt(err.Error())
 				return
 			}

@@ -15,10 +15,11 @@ import (
 // replication rules that run it (package replica, a core without I/O),
 // and the requests parked on it.
 type partition struct {
-	b   *Broker
-	tp  metadata.TopicPartition
-	log *log.Log
-	r   *replica.Replica
+	b       *Broker
+	tp      metadata.TopicPartition
+	topicID [16]byte
+	log     *log.Log
+	r       *replica.Replica
 	// waiters are delayed produces, fetches and coordinator appends parked
 	// on this partition; they are woken when the core says the high
 	// watermark or the role moved (replica.Wake) and when the log grows.
@@ -125,8 +126,27 @@ func (p *partition) apply() error {
 	}
 }
 
-func (b *Broker) openPartition(ps metadata.Partition) (*partition, error) {
-	l, err := log.Open(b.e.Disk(), b.logConfig(ps.TopicPartition))
+// openPartition opens this broker's replica of ps, of the topic with
+// topicID. A log on disk that names another topic id is a stray of a topic
+// deleted while this broker was away (or while it crashed deleting it),
+// and is deleted first, as Kafka's LogManager does with stray logs.
+func (b *Broker) openPartition(ps metadata.Partition, topicID [16]byte) (*partition, error) {
+	tp := ps.TopicPartition
+	d := b.e.Disk()
+	had, ok, err := log.TopicID(d, tp.Topic, tp.Partition)
+	if err != nil || (ok && had != topicID) {
+		b.e.Log("stray-log-deleted", "partition", tp.String(), "why", strayWhy(err))
+		if err := log.Delete(d, tp.Topic, tp.Partition); err != nil {
+			return nil, fmt.Errorf("delete stray log %v: %w", tp, err)
+		}
+		ok = false
+	}
+	if !ok {
+		if err := log.SetTopicID(d, tp.Topic, tp.Partition, topicID); err != nil {
+			return nil, fmt.Errorf("open log %v: %w", tp, err)
+		}
+	}
+	l, err := log.Open(d, b.logConfig(ps.TopicPartition))
 	if err != nil {
 		return nil, fmt.Errorf("open log %v: %w", ps.TopicPartition, err)
 	}
@@ -137,7 +157,7 @@ func (b *Broker) openPartition(ps metadata.Partition) (*partition, error) {
 		}
 	}
 	cfg := b.cfg
-	p := &partition{b: b, tp: ps.TopicPartition, log: l}
+	p := &partition{b: b, tp: ps.TopicPartition, topicID: topicID, log: l}
 	p.r = replica.New(replica.Config{
 		ID: b.opts.ID, Name: ps.TopicPartition.String(),
 		ReplicaLagTimeMax:                cfg.ReplicaLagTimeMax,

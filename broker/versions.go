@@ -23,6 +23,7 @@ var Versions = wire.NewVersions(
 	wire.Range{Key: 16, Min: 0, Max: 5}, // ListGroups
 	wire.Range{Key: 18, Min: 0, Max: 3}, // ApiVersions
 	wire.Range{Key: 19, Min: 0, Max: 7}, // CreateTopics
+	wire.Range{Key: 20, Min: 0, Max: 6}, // DeleteTopics (forwarded to the controllers)
 	wire.Range{Key: 21, Min: 0, Max: 2}, // DeleteRecords
 	wire.Range{Key: 22, Min: 0, Max: 4}, // InitProducerId
 	wire.Range{Key: 23, Min: 0, Max: 4}, // OffsetForLeaderEpoch
@@ -33,6 +34,7 @@ var Versions = wire.NewVersions(
 	wire.Range{Key: 28, Min: 0, Max: 5}, // TxnOffsetCommit (v6 is by topic id)
 	wire.Range{Key: 32, Min: 0, Max: 4}, // DescribeConfigs
 	wire.Range{Key: 33, Min: 0, Max: 2}, // AlterConfigs (forwarded to the controllers)
+	wire.Range{Key: 37, Min: 0, Max: 3}, // CreatePartitions (forwarded to the controllers)
 	wire.Range{Key: 42, Min: 0, Max: 2}, // DeleteGroups
 	wire.Range{Key: 44, Min: 0, Max: 1}, // IncrementalAlterConfigs (forwarded to the controllers)
 	wire.Range{Key: 47, Min: 0, Max: 0}, // OffsetDelete

@@ -31,6 +31,10 @@ func (c *Controller) serve(r *rpc.Request) {
 		d = c.alterPartition(r, req)
 	case *kmsg.CreateTopicsRequest:
 		d = c.createTopics(r, req)
+	case *kmsg.DeleteTopicsRequest:
+		d = c.deleteTopics(r, req)
+	case *kmsg.CreatePartitionsRequest:
+		d = c.createPartitions(r, req)
 	case *kmsg.AlterConfigsRequest:
 		d = c.alterConfigs(r, req)
 	case *kmsg.IncrementalAlterConfigsRequest:

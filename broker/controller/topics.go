@@ -117,13 +117,17 @@ func topicOverrides(rt kmsg.CreateTopicsRequestTopic) ([]metadata.ConfigRecord, 
 }
 
 // newTopic places a topic's replicas on the live brokers, round robin from
-// a random start, each partition led by its first replica.
+// a random start, each partition led by its first replica; or where the
+// request's manual assignment says (assignedTopic).
 func (c *Controller) newTopic(rt kmsg.CreateTopicsRequestTopic) (*metadata.Topic, int16, string) {
 	if !topicName.MatchString(rt.Topic) {
 		return nil, kerr.InvalidTopicException.Code, fmt.Sprintf("topic name %q is invalid", rt.Topic)
 	}
 	if c.st.Topics[rt.Topic] != nil {
 		return nil, kerr.TopicAlreadyExists.Code, fmt.Sprintf("topic %q already exists", rt.Topic)
+	}
+	if len(rt.ReplicaAssignment) > 0 {
+		return c.assignedTopic(rt)
 	}
 	partitions, rf := int(rt.NumPartitions), int(rt.ReplicationFactor)
 	if partitions == -1 {
@@ -132,37 +136,128 @@ func (c *Controller) newTopic(rt kmsg.CreateTopicsRequestTopic) (*metadata.Topic
 	if rf == -1 {
 		rf = c.cfg.DefaultReplicationFactor
 	}
-	var live []int32
-	for _, id := range c.st.BrokerIDs() {
-		if c.st.Live(id) {
-			live = append(live, id)
-		}
-	}
+	live := c.liveBrokers()
 	if partitions < 1 || partitions > 10000 {
 		return nil, kerr.InvalidPartitions.Code, fmt.Sprintf("topic %q: %d partitions", rt.Topic, partitions)
 	}
 	if rf < 1 || rf > len(live) {
 		return nil, kerr.InvalidReplicationFactor.Code, fmt.Sprintf("topic %q: replication factor %d with %d live brokers", rt.Topic, rf, len(live))
 	}
-	t := &metadata.Topic{Name: rt.Topic}
-	r := c.e.Rand()
-	for i := range t.ID {
-		t.ID[i] = byte(r.Uint64())
+	t := &metadata.Topic{Name: rt.Topic, ID: c.newTopicID()}
+	t.Partitions = c.place(rt.Topic, 0, partitions, rf, live)
+	return t, 0, ""
+}
+
+// liveBrokers are the registered, unfenced brokers, by id.
+func (c *Controller) liveBrokers() []int32 {
+	var live []int32
+	for _, id := range c.st.BrokerIDs() {
+		if c.st.Live(id) {
+			live = append(live, id)
+		}
 	}
-	start := r.Intn(len(live))
-	for p := range partitions {
+	return live
+}
+
+// place assigns partitions [from, from+n) of topic rf replicas each on
+// live, round robin from a random start, each led by its first replica
+// with all of them in the ISR.
+func (c *Controller) place(topic string, from, n, rf int, live []int32) []metadata.Partition {
+	start := c.e.Rand().Intn(len(live))
+	var out []metadata.Partition
+	for p := from; p < from+n; p++ {
 		replicas := make([]int32, rf)
 		for i := range rf {
 			replicas[i] = live[(start+p+i)%len(live)]
 		}
-		t.Partitions = append(t.Partitions, metadata.Partition{
-			TopicPartition: metadata.TopicPartition{Topic: rt.Topic, Partition: int32(p)},
-			Replicas:       replicas,
-			ISR:            append([]int32(nil), replicas...),
-			Leader:         replicas[0],
-			LeaderEpoch:    0,
-			PartitionEpoch: 0,
-		})
+		out = append(out, newPartition(topic, p, replicas))
+	}
+	return out
+}
+
+func newPartition(topic string, p int, replicas []int32) metadata.Partition {
+	return metadata.Partition{
+		TopicPartition: metadata.TopicPartition{Topic: topic, Partition: int32(p)},
+		Replicas:       replicas,
+		ISR:            slices.Clone(replicas),
+		Leader:         replicas[0],
+	}
+}
+
+// newTopicID is a random topic id.
+func (c *Controller) newTopicID() [16]byte {
+	var id [16]byte
+	r := c.e.Rand()
+	for i := range id {
+		id[i] = byte(r.Uint64())
+	}
+	return id
+}
+
+// assignedTopic is a topic whose replicas the request assigns, validated as
+// Kafka's ReplicationControlManager.createTopic does: num_partitions and
+// replication_factor must then be -1 (INVALID_REQUEST), the partitions
+// 0..n-1 each once, and each assignment valid as manualPartition says.
+func (c *Controller) assignedTopic(rt kmsg.CreateTopicsRequestTopic) (*metadata.Topic, int16, string) {
+	if rt.ReplicationFactor != -1 || rt.NumPartitions != -1 {
+		return nil, kerr.InvalidRequest.Code, fmt.Sprintf("topic %q: a manual partition assignment needs num_partitions and replication_factor -1", rt.Topic)
+	}
+	byPartition := map[int32][]int32{}
+	for _, a := range rt.ReplicaAssignment {
+		if _, dup := byPartition[a.Partition]; dup {
+			return nil, kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("topic %q: partition %d assigned twice", rt.Topic, a.Partition)
+		}
+		byPartition[a.Partition] = a.Replicas
+	}
+	if len(byPartition) > PartitionsPerRequestMax {
+		return nil, kerr.InvalidPartitions.Code, fmt.Sprintf("topic %q: %d partitions", rt.Topic, len(byPartition))
+	}
+	t := &metadata.Topic{Name: rt.Topic, ID: c.newTopicID()}
+	rf := len(rt.ReplicaAssignment[0].Replicas)
+	for p := range int32(len(byPartition)) {
+		replicas, ok := byPartition[p]
+		if !ok {
+			return nil, kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("topic %q: partitions must be numbered 0 to %d, each once", rt.Topic, len(byPartition)-1)
+		}
+		np, code, msg := c.manualPartition(rt.Topic, int(p), replicas, rf)
+		if code != 0 {
+			return nil, code, msg
+		}
+		t.Partitions = append(t.Partitions, np)
 	}
 	return t, 0, ""
+}
+
+// manualPartition is partition p of topic on the replicas a request
+// assigned, as Kafka's validateManualPartitionAssignment checks them: rf of
+// them, distinct, every one registered and one at least live (else
+// INVALID_REPLICA_ASSIGNMENT). It is led by its first live replica, its
+// live replicas the ISR.
+func (c *Controller) manualPartition(topic string, p int, replicas []int32, rf int) (metadata.Partition, int16, string) {
+	bad := func(format string, args ...any) (metadata.Partition, int16, string) {
+		return metadata.Partition{}, kerr.InvalidReplicaAssignment.Code, fmt.Sprintf("topic %q partition %d: ", topic, p) + fmt.Sprintf(format, args...)
+	}
+	switch sorted := slices.Sorted(slices.Values(replicas)); {
+	case len(replicas) == 0:
+		return bad("no replicas")
+	case len(replicas) != rf:
+		return bad("%d replicas, the topic's replication factor is %d", len(replicas), rf)
+	case len(slices.Compact(sorted)) != len(replicas):
+		return bad("replicas %v name a broker twice", replicas)
+	}
+	var isr []int32
+	for _, id := range replicas {
+		if c.st.Brokers[id] == nil {
+			return bad("broker %d is not registered", id)
+		}
+		if c.st.Live(id) {
+			isr = append(isr, id)
+		}
+	}
+	if len(isr) == 0 {
+		return bad("every replica in %v is fenced", replicas)
+	}
+	np := newPartition(topic, p, slices.Clone(replicas))
+	np.ISR, np.Leader = isr, isr[0]
+	return np, 0, ""
 }

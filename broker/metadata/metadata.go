@@ -155,6 +155,10 @@ const (
 	TransactionTopic = "__transaction_state"
 )
 
+// Internal reports whether topic is one of the cluster's own, which
+// clients may not delete.
+func Internal(topic string) bool { return topic == OffsetsTopic || topic == TransactionTopic }
+
 // PartitionFor is Kafka's choice of internal partition for a group id or
 // transactional id: abs(Java String.hashCode) mod partitions.
 func PartitionFor(key string, partitions int) int32 {

@@ -14,14 +14,26 @@ import (
 // Record is one change to the metadata; exactly one field is set. They
 // stand for KRaft's RegisterBrokerRecord, FenceBrokerRecord and
 // UnfenceBrokerRecord, TopicRecord with its PartitionRecords,
-// PartitionChangeRecord, ProducerIdsRecord and ConfigRecord.
+// PartitionChangeRecord, a PartitionRecord adding a partition to a topic
+// (CreatePartitions), RemoveTopicRecord, ProducerIdsRecord and
+// ConfigRecord.
 type Record struct {
-	Broker      *BrokerRecord `json:"broker,omitempty"`
-	Fence       *FenceRecord  `json:"fence,omitempty"`
-	Topic       *Topic        `json:"topic,omitempty"`
-	Partition   *Partition    `json:"partition,omitempty"`
-	ProducerIDs int64         `json:"producerIds,omitempty"` // next unallocated producer id
-	Config      *ConfigRecord `json:"config,omitempty"`
+	Broker       *BrokerRecord      `json:"broker,omitempty"`
+	Fence        *FenceRecord       `json:"fence,omitempty"`
+	Topic        *Topic             `json:"topic,omitempty"`
+	Partition    *Partition         `json:"partition,omitempty"`
+	NewPartition *Partition         `json:"newPartition,omitempty"`
+	RemoveTopic  *RemoveTopicRecord `json:"removeTopic,omitempty"`
+	ProducerIDs  int64              `json:"producerIds,omitempty"` // next unallocated producer id
+	Config       *ConfigRecord      `json:"config,omitempty"`
+}
+
+// RemoveTopicRecord deletes a topic, its partitions and its config
+// overrides, as Kafka's RemoveTopicRecord does by topic id. Brokers delete
+// their replicas' logs when they see it.
+type RemoveTopicRecord struct {
+	Name string   `json:"name"`
+	ID   [16]byte `json:"id"`
 }
 
 // ConfigRecord sets (or, with a nil Value, removes) one config override of

@@ -60,6 +60,15 @@ func (s *State) Apply(r Record) {
 		assert(r.Partition.PartitionEpoch > old.PartitionEpoch, "partition epoch of %v does not advance: %d to %d", old.TopicPartition, old.PartitionEpoch, r.Partition.PartitionEpoch)
 		assert(len(r.Partition.ISR) > 0, "ISR of %v is empty", old.TopicPartition)
 		t.Partitions[r.Partition.Partition] = r.Partition.Clone()
+	case r.NewPartition != nil:
+		t := s.Topics[r.NewPartition.Topic]
+		assert(t != nil && int(r.NewPartition.Partition) == len(t.Partitions), "new partition %v is not the next of its topic", r.NewPartition.TopicPartition)
+		assert(len(r.NewPartition.ISR) > 0, "ISR of new partition %v is empty", r.NewPartition.TopicPartition)
+		t.Partitions = append(t.Partitions, r.NewPartition.Clone())
+	case r.RemoveTopic != nil:
+		t := s.Topics[r.RemoveTopic.Name]
+		assert(t != nil && t.ID == r.RemoveTopic.ID, "remove-topic record for unknown topic %q", r.RemoveTopic.Name)
+		delete(s.Topics, r.RemoveTopic.Name)
 	case r.Config != nil:
 		t := s.Topics[r.Config.Topic]
 		assert(t != nil, "config record %s for unknown topic %q", r.Config.Name, r.Config.Topic)

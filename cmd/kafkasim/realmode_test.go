@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -532,4 +533,22 @@ func TestCreateTopicCommand(t *testing.T) {
 	if code := run([]string{"create-topic", "--partitions", "0", "--topic", "x"}, &stdout, &stderr); code != 2 {
 		t.Errorf("--partitions 0: exit %d, want 2", code)
 	}
+
+	// kadm grows a topic and deletes one.
+	grown, err := adm.CreatePartitions(context.Background(), 2, "strict")
+	if err != nil || grown["strict"].Err != nil {
+		t.Fatalf("create partitions of strict: %v %+v", err, grown)
+	}
+	eventually(t, 10*time.Second, "strict/1 led", func() bool {
+		l, _, ok := partitionState(context.Background(), admin, "strict", 1)
+		return ok && l >= 0
+	})
+	deleted, err := adm.DeleteTopics(context.Background(), "strict")
+	if err != nil || deleted["strict"].Err != nil {
+		t.Fatalf("delete strict: %v %+v", err, deleted)
+	}
+	eventually(t, 10*time.Second, "strict gone from the metadata", func() bool {
+		md, err := adm.Metadata(context.Background(), "strict")
+		return err == nil && errors.Is(md.Topics["strict"].Err, kerr.UnknownTopicOrPartition)
+	})
 }
