@@ -33,6 +33,9 @@ type Options struct {
 	// on, and the only one granted CLUSTER_ACTION (listeners.go). Empty: the
 	// client listener serves both, as a broker with one listener does.
 	InterBrokerListener string
+	// LogDir is log.dirs, the directory DescribeLogDirs names (the
+	// process's disk is rooted there); DefaultLogDir if empty.
+	LogDir string
 	// HighWatermarkCheckpointInterval is
 	// replica.high.watermark.checkpoint.interval.ms.
 	HighWatermarkCheckpointInterval time.Duration
@@ -142,6 +145,7 @@ var controllerVersions = wire.NewVersions(
 	wire.Range{Key: 20, Min: 0, Max: 6},
 	wire.Range{Key: 33, Min: 0, Max: 2},
 	wire.Range{Key: 37, Min: 0, Max: 3},
+	wire.Range{Key: 43, Min: 0, Max: 2},
 	wire.Range{Key: 44, Min: 0, Max: 1},
 	wire.Range{Key: 55, Min: 0, Max: 2},
 	wire.Range{Key: 56, Min: 1, Max: 1},

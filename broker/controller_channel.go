@@ -89,6 +89,8 @@ func notController(resp kmsg.Response) bool {
 		return len(r.Topics) > 0 && r.Topics[0].ErrorCode == code
 	case *kmsg.CreatePartitionsResponse:
 		return len(r.Topics) > 0 && r.Topics[0].ErrorCode == code
+	case *kmsg.ElectLeadersResponse:
+		return r.ErrorCode == code
 	case *kmsg.AlterConfigsResponse:
 		return len(r.Resources) > 0 && r.Resources[0].ErrorCode == code
 	case *kmsg.IncrementalAlterConfigsResponse:

@@ -8,63 +8,14 @@ import (
 	"github.com/kafkasim/kafkasim/broker/log"
 	"github.com/kafkasim/kafkasim/broker/metadata"
 	"github.com/kafkasim/kafkasim/broker/record"
-	"github.com/kafkasim/kafkasim/broker/rpc"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Topic deletion and partition creation. The active controller decides
-// both (broker/controller); a broker forwards the requests, and applies
+// both (broker/controller); a broker forwards the requests (forward.go), and applies
 // the outcome when it publishes the metadata that carries it: a new
 // partition is opened like any other (applyPartition), a deleted topic's
 // replicas are stopped and their logs deleted (deletePartitions), as
 // Kafka's ReplicaManager.applyDelta stops and deletes them.
-
-// handleDeleteTopics forwards to the controller. Names given in v0-5's
-// topic_names travel as v6's topics too, so the controller reads one list
-// whatever version the broker and the controller speak.
-func (b *Broker) handleDeleteTopics(r *rpc.Request, req *kmsg.DeleteTopicsRequest) {
-	fwd := kmsg.NewPtrDeleteTopicsRequest()
-	fwd.TimeoutMillis = req.TimeoutMillis
-	if r.Header.Version >= 6 {
-		fwd.Topics = req.Topics
-		for _, t := range req.Topics {
-			if t.Topic != nil && t.TopicID == [16]byte{} {
-				fwd.TopicNames = append(fwd.TopicNames, *t.Topic)
-			}
-		}
-	} else {
-		fwd.TopicNames = req.TopicNames
-		for _, n := range req.TopicNames {
-			t := kmsg.NewDeleteTopicsRequestTopic()
-			t.Topic = kmsg.StringPtr(n)
-			fwd.Topics = append(fwd.Topics, t)
-		}
-	}
-	b.forwardToController(r, fwd, func(code int16, msg string) kmsg.Response {
-		out := kmsg.NewPtrDeleteTopicsResponse()
-		for _, t := range fwd.Topics {
-			rt := kmsg.NewDeleteTopicsResponseTopic()
-			rt.Topic, rt.TopicID, rt.ErrorCode, rt.ErrorMessage = t.Topic, t.TopicID, code, kmsg.StringPtr(msg)
-			out.Topics = append(out.Topics, rt)
-		}
-		return out
-	})
-}
-
-// handleCreatePartitions forwards to the controller.
-func (b *Broker) handleCreatePartitions(r *rpc.Request, req *kmsg.CreatePartitionsRequest) {
-	fwd := kmsg.NewPtrCreatePartitionsRequest()
-	fwd.Topics, fwd.TimeoutMillis, fwd.ValidateOnly = req.Topics, req.TimeoutMillis, req.ValidateOnly
-	b.forwardToController(r, fwd, func(code int16, msg string) kmsg.Response {
-		out := kmsg.NewPtrCreatePartitionsResponse()
-		for _, t := range req.Topics {
-			rt := kmsg.NewCreatePartitionsResponseTopic()
-			rt.Topic, rt.ErrorCode, rt.ErrorMessage = t.Topic, code, kmsg.StringPtr(msg)
-			out.Topics = append(out.Topics, rt)
-		}
-		return out
-	})
-}
 
 // deletePartitions stops and deletes this broker's replicas of topics img
 // no longer has (or has under another id: deleted and created again), and

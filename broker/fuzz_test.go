@@ -620,6 +620,38 @@ func fuzzSeeds() map[string]fuzzSeed {
 		add(fmt.Sprintf("createpartitions-v%d", v), 0, req)
 	}
 
+	dt := kmsg.NewPtrDescribeTransactionsRequest()
+	dt.TransactionalIDs = []string{"t", ""}
+	add("describetransactions-v0", 0, dt)
+	for _, v := range []int16{0, 1} {
+		req := kmsg.NewPtrListTransactionsRequest()
+		req.Version, req.StateFilters, req.ProducerIDFilters, req.DurationFilterMillis = v, []string{"Ongoing", "x"}, []int64{1}, 10
+		add(fmt.Sprintf("listtransactions-v%d", v), 0, req)
+	}
+	for _, v := range []int16{0, 2} {
+		req := kmsg.NewPtrElectLeadersRequest()
+		req.Version, req.ElectionType, req.TimeoutMillis = v, 1, 100
+		rt := kmsg.NewElectLeadersRequestTopic()
+		rt.Topic, rt.Partitions = "t", []int32{0, -1, 9}
+		req.Topics = append(req.Topics, rt)
+		add(fmt.Sprintf("electleaders-v%d", v), 0, req)
+	}
+	for _, v := range []int16{0, 4} {
+		req := kmsg.NewPtrDescribeLogDirsRequest()
+		req.Version = v
+		rt := kmsg.NewDescribeLogDirsRequestTopic()
+		rt.Topic, rt.Partitions = "t", []int32{0}
+		req.Topics = append(req.Topics, rt)
+		add(fmt.Sprintf("describelogdirs-v%d", v), 0, req)
+	}
+	dtp := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	dtp.ResponsePartitionLimit = 1
+	dtp.Cursor = &kmsg.DescribeTopicPartitionsRequestCursor{Topic: "t", Partition: 0}
+	dtpt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+	dtpt.Topic = "t"
+	dtp.Topics = append(dtp.Topics, dtpt)
+	add("describetopicpartitions-v0", 0, dtp)
+
 	valid := seeds["metadata-v9"].frame
 	seeds["truncated"] = fuzzSeed{0, valid[:len(valid)-3]}
 	seeds["header-only"] = fuzzSeed{0, valid[:8]}

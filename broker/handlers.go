@@ -31,8 +31,18 @@ func (b *Broker) serve(r *rpc.Request) {
 		b.handleDeleteTopics(r, req)
 	case *kmsg.CreatePartitionsRequest:
 		b.handleCreatePartitions(r, req)
+	case *kmsg.ElectLeadersRequest:
+		b.handleElectLeaders(r, req)
+	case *kmsg.DescribeTopicPartitionsRequest:
+		b.handleDescribeTopicPartitions(r, req)
+	case *kmsg.DescribeLogDirsRequest:
+		r.Respond(b.handleDescribeLogDirs(req))
 	case *kmsg.DescribeProducersRequest:
 		r.Respond(b.handleDescribeProducers(req))
+	case *kmsg.DescribeTransactionsRequest:
+		r.Respond(b.txns.handleDescribeTransactions(req))
+	case *kmsg.ListTransactionsRequest:
+		r.Respond(b.txns.handleListTransactions(req))
 	case *kmsg.DeleteRecordsRequest:
 		b.handleDeleteRecords(r, req)
 	case *kmsg.ListGroupsRequest:
@@ -132,7 +142,7 @@ func (b *Broker) handleMetadata(listener string, req *kmsg.MetadataRequest) *kms
 			continue
 		}
 		rt.TopicID = t.ID
-		rt.IsInternal = name == metadata.OffsetsTopic || name == metadata.TransactionTopic
+		rt.IsInternal = metadata.Internal(name)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewMetadataResponseTopicPartition()
 			rp.Partition = p.Partition
@@ -140,16 +150,7 @@ func (b *Broker) handleMetadata(listener string, req *kmsg.MetadataRequest) *kms
 			rp.LeaderEpoch = p.LeaderEpoch
 			rp.Replicas = slices.Clone(p.Replicas)
 			rp.ISR = slices.Clone(p.ISR)
-			for _, r := range p.Replicas {
-				if _, live := b.image.Broker(r); !live {
-					rp.OfflineReplicas = append(rp.OfflineReplicas, r)
-				}
-			}
-			if br, live := b.image.Broker(p.Leader); p.Leader == metadata.NoLeader {
-				rp.ErrorCode = kerr.LeaderNotAvailable.Code
-			} else if _, on := br.AddrOn(listener); live && !on {
-				rp.ErrorCode = kerr.ListenerNotFound.Code
-			}
+			rp.OfflineReplicas, rp.ErrorCode = b.partitionHealth(listener, p)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -121,19 +121,6 @@ func (b *Broker) handleDescribeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.D
 	return resp
 }
 
-// forwardToController sends a request the active controller decides and
-// answers with its response; if the controller cannot be reached in time,
-// every resource gets REQUEST_TIMED_OUT (fail builds that answer).
-func (b *Broker) forwardToController(r *rpc.Request, fwd kmsg.Request, fail func(code int16, msg string) kmsg.Response) {
-	b.controller.Do(fwd, b.cfg.BrokerSessionTimeout, func(resp kmsg.Response, err error) {
-		if err != nil {
-			r.Respond(fail(kerr.RequestTimedOut.Code, fmt.Sprintf("controller: %v", err)))
-			return
-		}
-		r.Respond(resp)
-	})
-}
-
 // handleAlterConfigs forwards to the controller, as a KRaft broker does.
 func (b *Broker) handleAlterConfigs(r *rpc.Request, req *kmsg.AlterConfigsRequest) {
 	fwd := kmsg.NewPtrAlterConfigsRequest()

@@ -34,11 +34,16 @@ var Versions = wire.NewVersions(
 	wire.Range{Key: 28, Min: 0, Max: 5}, // TxnOffsetCommit (v6 is by topic id)
 	wire.Range{Key: 32, Min: 0, Max: 4}, // DescribeConfigs
 	wire.Range{Key: 33, Min: 0, Max: 2}, // AlterConfigs (forwarded to the controllers)
+	wire.Range{Key: 35, Min: 0, Max: 4}, // DescribeLogDirs
 	wire.Range{Key: 37, Min: 0, Max: 3}, // CreatePartitions (forwarded to the controllers)
 	wire.Range{Key: 42, Min: 0, Max: 2}, // DeleteGroups
+	wire.Range{Key: 43, Min: 0, Max: 2}, // ElectLeaders (forwarded to the controllers)
 	wire.Range{Key: 44, Min: 0, Max: 1}, // IncrementalAlterConfigs (forwarded to the controllers)
 	wire.Range{Key: 47, Min: 0, Max: 0}, // OffsetDelete
 	wire.Range{Key: 55, Min: 0, Max: 2}, // DescribeQuorum (forwarded to the controllers)
 	wire.Range{Key: 60, Min: 0, Max: 1}, // DescribeCluster
 	wire.Range{Key: 61, Min: 0, Max: 0}, // DescribeProducers
+	wire.Range{Key: 65, Min: 0, Max: 0}, // DescribeTransactions
+	wire.Range{Key: 66, Min: 0, Max: 1}, // ListTransactions
+	wire.Range{Key: 75, Min: 0, Max: 0}, // DescribeTopicPartitions
 )

@@ -25,6 +25,7 @@ var Versions = wire.NewVersions(append(slices.Clone(quorum.Ranges),
 	wire.Range{Key: 20, Min: 0, Max: 6}, // DeleteTopics (forwarded by brokers)
 	wire.Range{Key: 33, Min: 0, Max: 2}, // AlterConfigs (forwarded by brokers)
 	wire.Range{Key: 37, Min: 0, Max: 3}, // CreatePartitions (forwarded by brokers)
+	wire.Range{Key: 43, Min: 0, Max: 2}, // ElectLeaders (forwarded by brokers)
 	wire.Range{Key: 44, Min: 0, Max: 1}, // IncrementalAlterConfigs (forwarded by brokers)
 	wire.Range{Key: 56, Min: 0, Max: 1}, // AlterPartition (topic names)
 	wire.Range{Key: 62, Min: 0, Max: 1}, // BrokerRegistration

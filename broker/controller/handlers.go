@@ -35,6 +35,8 @@ func (c *Controller) serve(r *rpc.Request) {
 		d = c.deleteTopics(r, req)
 	case *kmsg.CreatePartitionsRequest:
 		d = c.createPartitions(r, req)
+	case *kmsg.ElectLeadersRequest:
+		d = c.electLeaders(r, req)
 	case *kmsg.AlterConfigsRequest:
 		d = c.alterConfigs(r, req)
 	case *kmsg.IncrementalAlterConfigsRequest:

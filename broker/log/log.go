@@ -591,6 +591,16 @@ func (l *Log) LogStartOffset() int64 { return l.logStart }
 // page cache and Open cannot tell which are durable).
 func (l *Log) UnflushedMessages() int64 { return l.logEnd - l.recoveryPoint }
 
+// Size is the bytes of the log's segments (Kafka's UnifiedLog.size), what
+// DescribeLogDirs reports.
+func (l *Log) Size() int64 {
+	var n int64
+	for _, s := range l.segments {
+		n += s.size
+	}
+	return n
+}
+
 // RecoveryPoint is the offset below which the log is known to be synced
 // (or lies below the log start, which a power loss cannot bring back).
 func (l *Log) RecoveryPoint() int64 { return l.recoveryPoint }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -72,8 +73,12 @@ func runBroker(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kafkasim broker: --inter-broker-listen %s: %v\n", *interBroker, err)
 		return 2
 	}
+	logDir, err := filepath.Abs(*data)
+	if err != nil {
+		logDir = *data
+	}
 	opts := broker.Options{ID: int32(*id), Controllers: controllers, ClusterID: *clusterID, Cluster: cfg,
-		HighWatermarkCheckpointInterval: hwCheckpoint, InterBrokerListener: interBrokerListener}
+		HighWatermarkCheckpointInterval: hwCheckpoint, InterBrokerListener: interBrokerListener, LogDir: logDir}
 	hopts := host.Options{Listen: *listen, Listeners: map[string]string{interBrokerListener: *interBroker}, DataDir: *data}
 	return serveNode(stdout, stderr, fmt.Sprintf("broker %d", *id), hopts, func() env.Process { return broker.New(opts) })
 }

@@ -543,6 +543,21 @@ func TestCreateTopicCommand(t *testing.T) {
 		l, _, ok := partitionState(context.Background(), admin, "strict", 1)
 		return ok && l >= 0
 	})
+	// kadm's elections, log dirs and transaction listing are answered.
+	elected, err := adm.ElectLeaders(context.Background(), kadm.ElectPreferredReplica, kadm.TopicsSet{"events": {0: {}}})
+	if err != nil {
+		t.Fatalf("elect leaders: %v", err)
+	}
+	if r := elected["events"][0]; r.Err != nil && !errors.Is(r.Err, kerr.ElectionNotNeeded) {
+		t.Errorf("preferred election of events/0: %v", r.Err)
+	}
+	dirs, err := adm.DescribeAllLogDirs(context.Background(), nil)
+	if err != nil || len(dirs) != 3 {
+		t.Fatalf("describe log dirs: %v (%d brokers answered)", err, len(dirs))
+	}
+	if _, err := adm.ListTransactions(context.Background(), nil, nil); err != nil {
+		t.Errorf("list transactions: %v", err)
+	}
 	deleted, err := adm.DeleteTopics(context.Background(), "strict")
 	if err != nil || deleted["strict"].Err != nil {
 		t.Fatalf("delete strict: %v %+v", err, deleted)
