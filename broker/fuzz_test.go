@@ -435,6 +435,17 @@ func fuzzSeeds() map[string]fuzzSeed {
 		req.Topics = append(req.Topics, rt)
 		add(fmt.Sprintf("listoffsets-v%d", v), 0, req)
 	}
+	for _, ts := range []int64{-3, -5, 0, 1_767_225_600_000} {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.Version, req.ReplicaID = 10, -1
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = fuzzTopic.Topic
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = 0, ts, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		add(fmt.Sprintf("listoffsets-v10-at-%d", ts), 0, req)
+	}
 	for _, v := range []int16{2, 4} {
 		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
 		req.Version, req.ReplicaID = v, -1

@@ -178,44 +178,6 @@ func (b *Broker) leading(tp metadata.TopicPartition, currentEpoch int32) (*parti
 	return p, 0
 }
 
-func (b *Broker) handleListOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResponse {
-	resp := kmsg.NewPtrListOffsetsResponse()
-	for _, rt := range req.Topics {
-		tr := kmsg.NewListOffsetsResponseTopic()
-		tr.Topic = rt.Topic
-		for _, rp := range rt.Partitions {
-			pr := kmsg.NewListOffsetsResponseTopicPartition()
-			pr.Partition = rp.Partition
-			pr.Timestamp, pr.Offset, pr.LeaderEpoch = -1, -1, -1
-			p, code := b.leading(metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}, rp.CurrentLeaderEpoch)
-			pr.ErrorCode = code
-			switch {
-			case code != 0:
-			case rp.Timestamp == -2:
-				pr.Offset = p.log.LogStartOffset()
-			case rp.Timestamp == -1:
-				switch {
-				case req.ReplicaID >= 0:
-					pr.Offset = p.log.LogEndOffset()
-				case req.IsolationLevel == 1:
-					pr.Offset = p.lastStableOffset()
-				default:
-					pr.Offset = p.highWatermark()
-				}
-			default:
-				pr.ErrorCode = kerr.InvalidRequest.Code // lookups by timestamp are not modelled
-			}
-			if pr.ErrorCode == 0 {
-				pr.LeaderEpoch = p.epoch()
-				pr.OldStyleOffsets = []int64{pr.Offset}
-			}
-			tr.Partitions = append(tr.Partitions, pr)
-		}
-		resp.Topics = append(resp.Topics, tr)
-	}
-	return resp
-}
-
 func (b *Broker) handleOffsetForLeaderEpoch(req *kmsg.OffsetForLeaderEpochRequest) *kmsg.OffsetForLeaderEpochResponse {
 	resp := kmsg.NewPtrOffsetForLeaderEpochResponse()
 	for _, rt := range req.Topics {

@@ -10,7 +10,7 @@ import "github.com/kafkasim/kafkasim/broker/wire"
 var Versions = wire.NewVersions(
 	wire.Range{Key: 0, Min: 3, Max: 12}, // Produce
 	wire.Range{Key: 1, Min: 4, Max: 12}, // Fetch
-	wire.Range{Key: 2, Min: 1, Max: 8},  // ListOffsets
+	wire.Range{Key: 2, Min: 1, Max: 10}, // ListOffsets (v7+ max timestamp, v8 earliest local, v9 latest tiered)
 	wire.Range{Key: 3, Min: 1, Max: 12}, // Metadata
 	wire.Range{Key: 8, Min: 2, Max: 9},  // OffsetCommit
 	wire.Range{Key: 9, Min: 1, Max: 9},  // OffsetFetch

@@ -20,6 +20,7 @@ type batchEntry struct {
 	position         int64 // in the segment file
 	size             int32
 	leaderEpoch      int32
+	maxTimestamp     int64 // the batch header's, for lookups by timestamp
 	producerID       int64
 	producerEpoch    int16
 	baseSequence     int32
@@ -51,6 +52,7 @@ func newEntry(b record.Batch, position int64) batchEntry {
 		position:       position,
 		size:           int32(b.Size()),
 		leaderEpoch:    b.PartitionLeaderEpoch(),
+		maxTimestamp:   b.MaxTimestamp(),
 		producerID:     b.ProducerID(),
 		producerEpoch:  b.ProducerEpoch(),
 		baseSequence:   b.BaseSequence(),
