@@ -72,7 +72,8 @@ type Broker struct {
 	// topicSettings caches each topic's honoured configs for the published
 	// image (topic_configs.go); publishing a new image clears it.
 	topicSettings map[string]config.TopicSettings
-	fetchers      map[int32]*fetcher // replica fetchers, by leader id
+	topicNames    map[[16]byte]string // by topic id, for Fetch v13+ (rebuilt per publish)
+	fetchers      map[int32]*fetcher  // replica fetchers, by leader id
 
 	producerIDs producerIDBlock
 	// The two coordinators, side by side as Kafka's KafkaApis holds them,

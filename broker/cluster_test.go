@@ -144,11 +144,19 @@ func (c *cluster) produce(broker int, tp metadata.TopicPartition, acks int16, va
 	return &resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
 }
 
+// topicID is the topic's id in the controller's image (zero if none).
+func (c *cluster) topicID(topic string) [16]byte {
+	if t := c.controllerImage().Topics[topic]; t != nil {
+		return t.ID
+	}
+	return [16]byte{}
+}
+
 func (c *cluster) fetch(broker int, tp metadata.TopicPartition, offset int64) ([]string, *kmsg.FetchResponseTopicPartition) {
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 0, 1, 1<<20
 	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = tp.Topic
+	rt.Topic, rt.TopicID = tp.Topic, c.topicID(tp.Topic) // by id from v13
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = tp.Partition, offset, 1<<20
 	rt.Partitions = append(rt.Partitions, rp)

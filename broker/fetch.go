@@ -16,7 +16,14 @@ import (
 
 // handleFetch serves consumers (ReplicaID -1) and followers (their broker
 // id). With nothing to return it parks until data arrives or MaxWait ends.
+// From v13 topics come by id (KIP-516): each is named from the image here,
+// and one the image does not know is answered UNKNOWN_TOPIC_ID.
 func (b *Broker) handleFetch(r *rpc.Request, req *kmsg.FetchRequest) {
+	if req.Version >= 13 {
+		for i := range req.Topics {
+			req.Topics[i].Topic = b.topicNames[req.Topics[i].TopicID] // "" when unknown
+		}
+	}
 	replica := req.ReplicaID
 	if req.Version >= 15 {
 		replica = req.ReplicaState.ID
@@ -148,13 +155,16 @@ func (d *delayedFetch) build() (resp *kmsg.FetchResponse, bytes int, stop bool) 
 	for ti := range req.Topics {
 		rt := &req.Topics[ti]
 		tr := appendReused(&resp.Topics)
-		*tr = kmsg.FetchResponseTopic{Topic: rt.Topic, Partitions: tr.Partitions[:0]}
+		*tr = kmsg.FetchResponseTopic{Topic: rt.Topic, TopicID: rt.TopicID, Partitions: tr.Partitions[:0]}
 		for i := range rt.Partitions {
 			rp := &rt.Partitions[i]
 			pr := appendReused(&tr.Partitions)
 			*pr = kmsg.NewFetchResponseTopicPartition() // aborted transactions nil: a null array on the wire, as before
 			pr.Partition = rp.Partition
 			n := b.fetchPartition(pr, metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}, rp, d.replica, req.IsolationLevel, min(int(rp.PartitionMaxBytes), budget), bytes == 0)
+			if req.Version >= 13 && rt.Topic == "" {
+				pr.ErrorCode = kerr.UnknownTopicID.Code
+			}
 			if pr.ErrorCode != 0 || pr.DivergingEpoch.Epoch >= 0 {
 				stop = true
 			}

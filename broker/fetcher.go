@@ -184,13 +184,16 @@ func (f *fetcher) sendFetch(states []*fetchState) {
 	client, _ := b.peer(f.leader)
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = b.opts.ID
+	req.ReplicaState.ID, req.ReplicaState.Epoch = b.opts.ID, -1 // where v15+ carries it
 	req.MaxWaitMillis = int32(b.cfg.ReplicaFetchWaitMax / time.Millisecond)
 	req.MinBytes = 1
 	req.MaxBytes = 10 << 20
 	req.Topics = make([]kmsg.FetchRequestTopic, 0, len(states))
+	idNames := make(map[[16]byte]string, len(states))
 	for _, s := range states {
+		idNames[s.p.topicID] = s.p.tp.Topic
 		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = s.p.tp.Topic
+		rt.Topic, rt.TopicID = s.p.tp.Topic, s.p.topicID // by id from v13
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition = s.p.tp.Partition
 		rp.FetchOffset = s.p.log.LogEndOffset()
@@ -216,8 +219,12 @@ func (f *fetcher) sendFetch(states []*fetchState) {
 			return
 		}
 		for _, rt := range resp.(*kmsg.FetchResponse).Topics {
+			topic := rt.Topic
+			if resp.GetVersion() >= 13 {
+				topic = idNames[rt.TopicID] // v13+ answers name topics by id only
+			}
 			for _, rp := range rt.Partitions {
-				s := f.parts[metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}]
+				s := f.parts[metadata.TopicPartition{Topic: topic, Partition: rp.Partition}]
 				if s == nil || !s.live(f) {
 					continue
 				}

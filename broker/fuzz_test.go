@@ -399,6 +399,18 @@ func fuzzSeeds() map[string]fuzzSeed {
 		req.Topics = append(req.Topics, rt)
 		add(fmt.Sprintf("fetch-v%d", v), 0, req)
 	}
+	for _, v := range []int16{13, 17} {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version = v
+		req.ReplicaState.ID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 100, 1, 1<<20
+		rt := kmsg.NewFetchRequestTopic()
+		rt.TopicID = [16]byte{1} // the fuzz world's topic has a random id: unknown
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 0, 1<<20, -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		add(fmt.Sprintf("fetch-v%d-by-id", v), 0, req)
+	}
 	for _, v := range []int16{4, 11} {
 		// At the log end, and of a partition the broker does not host.
 		req := kmsg.NewPtrFetchRequest()

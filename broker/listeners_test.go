@@ -35,8 +35,9 @@ func TestAClientConnectionCannotReplicateOrWriteTransactionMarkers(t *testing.T)
 	followerFetch := func() *kmsg.FetchRequest {
 		req := kmsg.NewPtrFetchRequest()
 		req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = follower, 0, 1, 1<<20
+		req.ReplicaState.ID = follower // where v15+ carries it
 		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = tp.Topic
+		rt.Topic, rt.TopicID = tp.Topic, c.topicID(tp.Topic) // by id from v13
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = 0, before.LogEndOffset, 1<<20, before.LeaderEpoch
 		rt.Partitions = append(rt.Partitions, rp)

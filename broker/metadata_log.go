@@ -111,6 +111,10 @@ func (b *Broker) publishMetadata() {
 	img := b.meta.St.Image()
 	b.image = img
 	clear(b.topicSettings)
+	b.topicNames = make(map[[16]byte]string, len(img.Topics))
+	for name, t := range img.Topics {
+		b.topicNames[t.ID] = name
+	}
 	if err := b.deletePartitions(img); err != nil {
 		b.e.Halt(err.Error())
 		return

@@ -284,7 +284,7 @@ func (c *cluster) consume(tp metadata.TopicPartition, isolation int8) consumed {
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.IsolationLevel = -1, 0, 1, 1<<20, isolation
 	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = tp.Topic
+	rt.Topic, rt.TopicID = tp.Topic, c.topicID(tp.Topic) // by id from v13
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = tp.Partition, 0, 1<<20
 	rt.Partitions = append(rt.Partitions, rp)

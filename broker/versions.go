@@ -5,11 +5,11 @@ import "github.com/kafkasim/kafkasim/broker/wire"
 // Versions are the APIs and versions a broker serves: what clients
 // (including real Kafka clients) may call, and what other brokers do.
 // There is no UpdateMetadata: brokers follow the metadata log
-// (metadata_log.go), as KRaft brokers do. Topic-id-only versions (Produce and Fetch v13+) are left out:
-// this broker addresses topics by name.
+// (metadata_log.go), as KRaft brokers do. Produce v13 (topics by id) is
+// left out; Fetch v13+ names topics by id (fetch.go).
 var Versions = wire.NewVersions(
 	wire.Range{Key: 0, Min: 3, Max: 12}, // Produce
-	wire.Range{Key: 1, Min: 4, Max: 12}, // Fetch
+	wire.Range{Key: 1, Min: 4, Max: 17}, // Fetch (v13+: topics by id)
 	wire.Range{Key: 2, Min: 1, Max: 10}, // ListOffsets (v7+ max timestamp, v8 earliest local, v9 latest tiered)
 	wire.Range{Key: 3, Min: 1, Max: 12}, // Metadata
 	wire.Range{Key: 8, Min: 2, Max: 9},  // OffsetCommit

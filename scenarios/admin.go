@@ -129,6 +129,14 @@ func (c *cluster) createTopics(topics []string, budget time.Duration) error {
 	return nil
 }
 
+// topicID is the topic's id in the controller's image (zero if none).
+func (c *cluster) topicID(topic string) [16]byte {
+	if img := c.image(); img != nil && img.Topics[topic] != nil {
+		return img.Topics[topic].ID
+	}
+	return [16]byte{}
+}
+
 func (c *cluster) allLed(topics []string) bool {
 	img := c.image()
 	if img == nil {
@@ -205,7 +213,7 @@ func (c *cluster) finalRead(rec *history.Recorder, tp metadata.TopicPartition, i
 			req.IsolationLevel = 1
 		}
 		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = tp.Topic
+		rt.Topic, rt.TopicID = tp.Topic, c.topicID(tp.Topic) // by id from Fetch v13
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = tp.Partition, offset, 1<<24
 		rt.Partitions = append(rt.Partitions, rp)
@@ -270,7 +278,7 @@ func (c *cluster) awaitStable(tp metadata.TopicPartition, budget time.Duration) 
 			req := kmsg.NewPtrFetchRequest()
 			req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.IsolationLevel = -1, 0, 0, 1, 1
 			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic = tp.Topic
+			rt.Topic, rt.TopicID = tp.Topic, c.topicID(tp.Topic) // by id from Fetch v13
 			rp := kmsg.NewFetchRequestTopicPartition()
 			rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = tp.Partition, 0, 1
 			rt.Partitions = append(rt.Partitions, rp)

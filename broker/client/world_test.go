@@ -159,7 +159,7 @@ func (w *world) logValues(tp client.TopicPartition) []string {
 		req := kmsg.NewPtrFetchRequest()
 		req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, 0, 1, 1<<20
 		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = tp.Topic
+		rt.Topic, rt.TopicID = tp.Topic, w.broker(leader).Image().Topics[tp.Topic].ID // by id from v13
 		rp := kmsg.NewFetchRequestTopicPartition()
 		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = tp.Partition, offset, 1<<20
 		rt.Partitions = append(rt.Partitions, rp)

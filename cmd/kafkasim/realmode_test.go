@@ -79,10 +79,15 @@ func TestRealModeKgoSurvivesLeaderKill(t *testing.T) {
 	// The brokers replicate on their inter-broker listeners; on the client
 	// listener a follower fetch is refused, as a Kafka cluster whose ACLs
 	// grant CLUSTER_ACTION only to the inter-broker principal refuses it.
+	md, err := kadm.NewClient(admin).Metadata(ctx, topic)
+	if err != nil {
+		t.Fatalf("metadata of %s: %v", topic, err)
+	}
 	ff := kmsg.NewPtrFetchRequest()
 	ff.ReplicaID, ff.MaxWaitMillis, ff.MinBytes, ff.MaxBytes = (first+1)%3, 0, 1, 1<<20
+	ff.ReplicaState.ID = ff.ReplicaID // where v15+ carries it
 	fft := kmsg.NewFetchRequestTopic()
-	fft.Topic = topic
+	fft.Topic, fft.TopicID = topic, md.Topics[topic].ID // by id from v13
 	ffp := kmsg.NewFetchRequestTopicPartition()
 	ffp.Partition, ffp.PartitionMaxBytes, ffp.CurrentLeaderEpoch = 0, 1<<20, -1
 	fft.Partitions = append(fft.Partitions, ffp)
