@@ -116,6 +116,8 @@ func (b *Broker) handleFindCoordinator(listener string, req *kmsg.FindCoordinato
 		case 1:
 			topic, parts = metadata.TransactionTopic, b.cfg.TransactionTopicPartitions
 		default:
+			// Share groups (key type 2, v6, KIP-932) are not served, as
+			// Kafka refuses them while they are disabled.
 			rc.ErrorCode = kerr.InvalidRequest.Code
 		}
 		if rc.ErrorCode == 0 {

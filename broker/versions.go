@@ -14,18 +14,18 @@ var Versions = wire.NewVersions(
 	wire.Range{Key: 3, Min: 1, Max: 12}, // Metadata
 	wire.Range{Key: 8, Min: 2, Max: 9},  // OffsetCommit
 	wire.Range{Key: 9, Min: 1, Max: 9},  // OffsetFetch
-	wire.Range{Key: 10, Min: 0, Max: 4}, // FindCoordinator
+	wire.Range{Key: 10, Min: 0, Max: 6}, // FindCoordinator (v6: share keys refused, no share groups)
 	wire.Range{Key: 11, Min: 0, Max: 9}, // JoinGroup
 	wire.Range{Key: 12, Min: 0, Max: 4}, // Heartbeat
 	wire.Range{Key: 13, Min: 0, Max: 5}, // LeaveGroup
 	wire.Range{Key: 14, Min: 0, Max: 5}, // SyncGroup
 	wire.Range{Key: 15, Min: 0, Max: 5}, // DescribeGroups
 	wire.Range{Key: 16, Min: 0, Max: 5}, // ListGroups
-	wire.Range{Key: 18, Min: 0, Max: 3}, // ApiVersions
+	wire.Range{Key: 18, Min: 0, Max: 4}, // ApiVersions (v4: KAFKA-17011; no features are advertised)
 	wire.Range{Key: 19, Min: 0, Max: 7}, // CreateTopics
 	wire.Range{Key: 20, Min: 0, Max: 6}, // DeleteTopics (forwarded to the controllers)
 	wire.Range{Key: 21, Min: 0, Max: 2}, // DeleteRecords
-	wire.Range{Key: 22, Min: 0, Max: 4}, // InitProducerId
+	wire.Range{Key: 22, Min: 0, Max: 5}, // InitProducerId (v5 may answer TRANSACTION_ABORTABLE; it never needs to)
 	wire.Range{Key: 23, Min: 0, Max: 4}, // OffsetForLeaderEpoch
 	wire.Range{Key: 24, Min: 0, Max: 5}, // AddPartitionsToTxn (v4+: brokers only, VerifyOnly)
 	wire.Range{Key: 25, Min: 0, Max: 4}, // AddOffsetsToTxn

@@ -20,7 +20,7 @@ const ID int32 = 3000
 
 // Versions are the APIs a controller serves: its own and the quorum's.
 var Versions = wire.NewVersions(append(slices.Clone(quorum.Ranges),
-	wire.Range{Key: 18, Min: 0, Max: 3}, // ApiVersions
+	wire.Range{Key: 18, Min: 0, Max: 4}, // ApiVersions
 	wire.Range{Key: 19, Min: 0, Max: 7}, // CreateTopics
 	wire.Range{Key: 20, Min: 0, Max: 6}, // DeleteTopics (forwarded by brokers)
 	wire.Range{Key: 33, Min: 0, Max: 2}, // AlterConfigs (forwarded by brokers)
