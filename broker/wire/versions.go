@@ -10,6 +10,7 @@ import (
 type Range struct {
 	Key      int16
 	Min, Max int16
+	Note     string // how it is served, for the README's API table
 }
 
 // Versions is the set of APIs a process serves, sorted by key.
