@@ -73,6 +73,7 @@ type Broker struct {
 	// image (topic_configs.go); publishing a new image clears it.
 	topicSettings map[string]config.TopicSettings
 	topicNames    map[[16]byte]string // by topic id, for Fetch v13+ (rebuilt per publish)
+	autoCreating  map[string]bool     // topics being created for a Metadata request (auto_create.go)
 	fetchers      map[int32]*fetcher  // replica fetchers, by leader id
 
 	producerIDs producerIDBlock
@@ -104,6 +105,7 @@ func (b *Broker) Start(e env.Env) {
 	b.brokerEpoch, b.beating = -1, false
 	b.image = &metadata.Image{Topics: map[string]*metadata.Topic{}}
 	b.partitions = map[metadata.TopicPartition]*partition{}
+	b.autoCreating = map[string]bool{}
 	b.peers = map[int32]*rpc.Client{}
 	b.fetchers = map[int32]*fetcher{}
 	b.groups = newGroupCoordinator(b)

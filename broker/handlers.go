@@ -138,6 +138,9 @@ func (b *Broker) handleMetadata(listener string, req *kmsg.MetadataRequest) *kms
 		t := b.image.Topics[name]
 		if t == nil {
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			if req.Topics != nil && (req.AllowAutoTopicCreation || req.Version < 4) {
+				rt.ErrorCode = b.autoCreateTopic(name)
+			}
 			resp.Topics = append(resp.Topics, rt)
 			continue
 		}

@@ -37,6 +37,8 @@ var brokerConfigs = []BrokerConfigDef{
 	{"broker.heartbeat.interval.ms", TypeInt, "2000", "how often a broker heartbeats to the controller", func(c *Cluster) any { return &c.BrokerHeartbeatInterval }},
 	{"log.segment.bytes", TypeInt, "1073741824", "size at which a log segment rolls", func(c *Cluster) any { return &c.SegmentBytes }},
 	{"message.max.bytes", TypeInt, "1048588", "largest record batch a topic accepts unless its max.message.bytes says otherwise (MESSAGE_TOO_LARGE beyond)", func(c *Cluster) any { return &c.MessageMaxBytes }},
+	{"num.partitions", TypeInt, "1", "partitions of a topic created without a count", func(c *Cluster) any { return &c.NumPartitions }},
+	{"auto.create.topics.enable", TypeBoolean, "true", "create a topic a Metadata request names and allows to be created", func(c *Cluster) any { return &c.AutoCreateTopicsEnable }},
 	{"default.replication.factor", TypeInt, "1", "replication factor of topics created without one", func(c *Cluster) any { return &c.DefaultReplicationFactor }},
 	{"offsets.topic.num.partitions", TypeInt, "50", "partitions of __consumer_offsets", func(c *Cluster) any { return &c.OffsetsTopicPartitions }},
 	{"offsets.topic.replication.factor", TypeInt, "3", "replication factor of __consumer_offsets", func(c *Cluster) any { return &c.OffsetsTopicReplicationFactor }},

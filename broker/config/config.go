@@ -65,6 +65,13 @@ type Cluster struct {
 	MessageMaxBytes int
 	// DefaultReplicationFactor is default.replication.factor.
 	DefaultReplicationFactor int
+	// NumPartitions is num.partitions: the partitions of a topic created
+	// without a count (CreateTopics with -1, automatic creation).
+	NumPartitions int
+	// AutoCreateTopicsEnable is auto.create.topics.enable: a Metadata
+	// request that allows it (v4+, or any before v4) creates the unknown
+	// topics it names.
+	AutoCreateTopicsEnable bool
 	// OffsetsTopicPartitions and OffsetsTopicReplicationFactor shape
 	// __consumer_offsets.
 	OffsetsTopicPartitions        int
@@ -107,6 +114,8 @@ func Default() Cluster {
 		SegmentBytes:                              1 << 20,         // Kafka: 1 GiB
 		MessageMaxBytes:                           1048588,
 		DefaultReplicationFactor:                  3,
+		NumPartitions:                             1,
+		AutoCreateTopicsEnable:                    true,
 		OffsetsTopicPartitions:                    4, // Kafka: 50
 		OffsetsTopicReplicationFactor:             3,
 		TransactionTopicPartitions:                4, // Kafka: 50
@@ -139,6 +148,8 @@ func (c Cluster) Validate() error {
 		return fmt.Errorf("message.max.bytes %d < 0", c.MessageMaxBytes)
 	case c.OffsetsTopicPartitions < 1 || c.TransactionTopicPartitions < 1:
 		return fmt.Errorf("internal topics need at least one partition")
+	case c.NumPartitions < 1:
+		return fmt.Errorf("num.partitions %d < 1", c.NumPartitions)
 	case c.DefaultReplicationFactor < 1 || c.OffsetsTopicReplicationFactor < 1 || c.TransactionTopicReplicationFactor < 1:
 		return fmt.Errorf("replication factors must be at least 1")
 	}

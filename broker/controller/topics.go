@@ -3,7 +3,6 @@ package controller
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 
 	"github.com/kafkasim/kafkasim/broker/config"
@@ -12,8 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
 
 // PartitionsPerRequestMax bounds the partitions one CreateTopics request
 // may create, as KRaft bounds the records of one operation: without it a
@@ -120,7 +117,7 @@ func topicOverrides(rt kmsg.CreateTopicsRequestTopic) ([]metadata.ConfigRecord, 
 // a random start, each partition led by its first replica; or where the
 // request's manual assignment says (assignedTopic).
 func (c *Controller) newTopic(rt kmsg.CreateTopicsRequestTopic) (*metadata.Topic, int16, string) {
-	if !topicName.MatchString(rt.Topic) {
+	if !metadata.ValidTopicName(rt.Topic) {
 		return nil, kerr.InvalidTopicException.Code, fmt.Sprintf("topic name %q is invalid", rt.Topic)
 	}
 	if c.st.Topics[rt.Topic] != nil {
@@ -131,7 +128,7 @@ func (c *Controller) newTopic(rt kmsg.CreateTopicsRequestTopic) (*metadata.Topic
 	}
 	partitions, rf := int(rt.NumPartitions), int(rt.ReplicationFactor)
 	if partitions == -1 {
-		partitions = 1
+		partitions = c.cfg.NumPartitions
 	}
 	if rf == -1 {
 		rf = c.cfg.DefaultReplicationFactor

@@ -9,6 +9,7 @@ package metadata
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -154,6 +155,14 @@ const (
 	OffsetsTopic     = "__consumer_offsets"
 	TransactionTopic = "__transaction_state"
 )
+
+var topicName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
+
+// ValidTopicName reports whether name is a legal topic name (Kafka's
+// Topic.validate: 1 to 249 of [a-zA-Z0-9._-], not "." or "..").
+func ValidTopicName(name string) bool {
+	return topicName.MatchString(name) && name != "." && name != ".."
+}
 
 // Internal reports whether topic is one of the cluster's own, which
 // clients may not delete.
