@@ -125,6 +125,7 @@ func (b *Broker) Start(e env.Env) {
 	b.heartbeat()
 	b.checkpointTick()
 	b.isrTick()
+	b.e.AfterFunc(b.cfg.LogRetentionCheckInterval, b.retentionTick)
 }
 
 func (b *Broker) Connected(c env.ConnID, peer string, inbound bool) { b.rt.Connected(c, peer, inbound) }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -35,6 +36,9 @@ var brokerConfigs = []BrokerConfigDef{
 	{"replica.fetch.backoff.ms", TypeInt, "1000", "pause after a failed replica fetch", func(c *Cluster) any { return &c.ReplicaFetchBackoff }},
 	{"broker.session.timeout.ms", TypeInt, "9000", "a broker silent this long is fenced by the controller", func(c *Cluster) any { return &c.BrokerSessionTimeout }},
 	{"broker.heartbeat.interval.ms", TypeInt, "2000", "how often a broker heartbeats to the controller", func(c *Cluster) any { return &c.BrokerHeartbeatInterval }},
+	{"log.retention.ms", TypeLong, "604800000", "how long a segment is kept after its newest record (-1: forever); a topic's retention.ms overrides it", func(c *Cluster) any { return &c.LogRetention }},
+	{"log.retention.bytes", TypeLong, "-1", "the size each partition's log is cut back to (-1: no limit); a topic's retention.bytes overrides it", func(c *Cluster) any { return &c.LogRetentionBytes }},
+	{"log.retention.check.interval.ms", TypeLong, "300000", "how often a leader applies retention", func(c *Cluster) any { return &c.LogRetentionCheckInterval }},
 	{"log.segment.bytes", TypeInt, "1073741824", "size at which a log segment rolls", func(c *Cluster) any { return &c.SegmentBytes }},
 	{"message.max.bytes", TypeInt, "1048588", "largest record batch a topic accepts unless its max.message.bytes says otherwise (MESSAGE_TOO_LARGE beyond)", func(c *Cluster) any { return &c.MessageMaxBytes }},
 	{"num.partitions", TypeInt, "1", "partitions of a topic created without a count", func(c *Cluster) any { return &c.NumPartitions }},
@@ -68,6 +72,9 @@ func (d BrokerConfigDef) Get(c *Cluster) string {
 	case *bool:
 		return strconv.FormatBool(*p)
 	case *time.Duration:
+		if *p < 0 {
+			return "-1" // log.retention.ms: forever
+		}
 		return strconv.FormatInt(p.Milliseconds(), 10)
 	}
 	panic("config: " + d.Name + " has no known type")
@@ -99,6 +106,10 @@ func (d BrokerConfigDef) Set(c *Cluster, v string) error {
 		}
 		*p = b
 	case *time.Duration:
+		if d.Name == "log.retention.ms" && strings.TrimSpace(v) == "-1" {
+			*p = -1 // forever
+			return nil
+		}
 		ms, err := ParseMs(v)
 		if err != nil {
 			return err

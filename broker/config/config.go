@@ -65,6 +65,14 @@ type Cluster struct {
 	MessageMaxBytes int
 	// DefaultReplicationFactor is default.replication.factor.
 	DefaultReplicationFactor int
+	// LogRetention is log.retention.ms (negative: forever) and
+	// LogRetentionBytes log.retention.bytes (negative: no limit): the
+	// cluster's retention, which a topic's retention.ms and
+	// retention.bytes override. LogRetentionCheckInterval is
+	// log.retention.check.interval.ms, how often a leader looks.
+	LogRetention              time.Duration
+	LogRetentionBytes         int64
+	LogRetentionCheckInterval time.Duration
 	// NumPartitions is num.partitions: the partitions of a topic created
 	// without a count (CreateTopics with -1, automatic creation).
 	NumPartitions int
@@ -115,6 +123,9 @@ func Default() Cluster {
 		MessageMaxBytes:                           1048588,
 		DefaultReplicationFactor:                  3,
 		NumPartitions:                             1,
+		LogRetention:                              7 * 24 * time.Hour,
+		LogRetentionBytes:                         -1,
+		LogRetentionCheckInterval:                 5 * time.Second, // Kafka: 5 min
 		AutoCreateTopicsEnable:                    true,
 		OffsetsTopicPartitions:                    4, // Kafka: 50
 		OffsetsTopicReplicationFactor:             3,
@@ -148,6 +159,8 @@ func (c Cluster) Validate() error {
 		return fmt.Errorf("message.max.bytes %d < 0", c.MessageMaxBytes)
 	case c.OffsetsTopicPartitions < 1 || c.TransactionTopicPartitions < 1:
 		return fmt.Errorf("internal topics need at least one partition")
+	case c.LogRetentionCheckInterval <= 0:
+		return fmt.Errorf("log.retention.check.interval.ms %v <= 0", c.LogRetentionCheckInterval)
 	case c.NumPartitions < 1:
 		return fmt.Errorf("num.partitions %d < 1", c.NumPartitions)
 	case c.DefaultReplicationFactor < 1 || c.OffsetsTopicReplicationFactor < 1 || c.TransactionTopicReplicationFactor < 1:

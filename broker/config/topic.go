@@ -56,8 +56,8 @@ const longMax = "9223372036854775807"
 
 // topicConfigs is the table, by name.
 var topicConfigs = []TopicConfigDef{
-	{Name: "cleanup.policy", Synonym: "log.cleanup.policy", Type: TypeList, KafkaDefault: "delete", valid: oneOfList("compact", "delete"),
-		Doc: "delete or compact old segments (retention and compaction are not modelled yet)"},
+	{Name: "cleanup.policy", Synonym: "log.cleanup.policy", Type: TypeList, KafkaDefault: "delete", valid: oneOfList("compact", "delete"), Honoured: true,
+		Doc: "delete: retention.ms and retention.bytes apply; compact alone: they do not (kafkasim: the log cleaner that compacts is not modelled yet)"},
 	{Name: "compression.type", Synonym: "compression.type", Type: TypeString, KafkaDefault: "producer", valid: oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
 		Doc: "the codec the broker stores batches in; batches are kept as the producer compressed them"},
 	{Name: "delete.retention.ms", Synonym: "log.cleaner.delete.retention.ms", Type: TypeLong, KafkaDefault: "86400000", valid: longAtLeast(0),
@@ -98,10 +98,12 @@ var topicConfigs = []TopicConfigDef{
 		Doc: "preallocate segment files"},
 	{Name: "remote.storage.enable", Synonym: "remote.log.storage.system.enable", Type: TypeBoolean, KafkaDefault: "false", valid: oneOf("false"),
 		Doc: "tiered storage (not available: only false is valid)"},
-	{Name: "retention.bytes", Synonym: "log.retention.bytes", Type: TypeLong, KafkaDefault: "-1", valid: longAtLeast(math.MinInt64),
-		Doc: "the size a partition's log is cut back to (retention is not modelled yet)"},
-	{Name: "retention.ms", Synonym: "log.retention.ms", Type: TypeLong, KafkaDefault: "604800000", valid: longAtLeast(-1),
-		Doc: "how long a segment is kept (retention is not modelled yet)"},
+	{Name: "retention.bytes", Synonym: "log.retention.bytes", Type: TypeLong, KafkaDefault: "-1", valid: longAtLeast(math.MinInt64), Honoured: true,
+		Cluster: func(c Cluster) string { return strconv.FormatInt(c.LogRetentionBytes, 10) },
+		Doc:     "the size a partition's log is cut back to, oldest segments first (negative: no limit)"},
+	{Name: "retention.ms", Synonym: "log.retention.ms", Type: TypeLong, KafkaDefault: "604800000", valid: longAtLeast(-1), Honoured: true,
+		Cluster: func(c Cluster) string { return strconv.FormatInt(c.LogRetention.Milliseconds(), 10) },
+		Doc:     "how long a segment is kept after its newest record's timestamp (-1: forever)"},
 	{Name: "segment.bytes", Synonym: "log.segment.bytes", Type: TypeInt, KafkaDefault: "1073741824", valid: intAtLeast(1024), Honoured: true,
 		Cluster: func(c Cluster) string { return strconv.FormatInt(c.SegmentBytes, 10) },
 		Doc:     "size at which the partition's active segment rolls (new segments follow a change)"},
@@ -163,6 +165,9 @@ type TopicSettings struct {
 	LogAppendTime         bool // message.timestamp.type=LogAppendTime
 	SegmentBytes          int64
 	FlushMessages         int64 // 0: never (Kafka's Long.MAX_VALUE)
+	RetentionMs           int64 // -1: forever
+	RetentionBytes        int64 // negative: no limit
+	CleanupDelete         bool  // cleanup.policy holds delete: retention applies
 }
 
 // Settings is the honoured configs of a topic with the given overrides
@@ -174,6 +179,12 @@ func (c Cluster) Settings(overrides map[string]string) TopicSettings {
 		MaxMessageBytes:       c.MessageMaxBytes,
 		SegmentBytes:          c.SegmentBytes,
 		FlushMessages:         c.LogFlushIntervalMessages,
+		RetentionMs:           c.LogRetention.Milliseconds(),
+		RetentionBytes:        c.LogRetentionBytes,
+		CleanupDelete:         true,
+	}
+	if c.LogRetention < 0 {
+		s.RetentionMs = -1
 	}
 	if len(overrides) == 0 {
 		return s
@@ -199,6 +210,15 @@ func (c Cluster) Settings(overrides map[string]string) TopicSettings {
 	}
 	if _, ok := overrides["segment.bytes"]; ok {
 		s.SegmentBytes = num("segment.bytes")
+	}
+	if v, ok := overrides["cleanup.policy"]; ok {
+		s.CleanupDelete = slices.Contains(strings.Split(strings.ReplaceAll(v, " ", ""), ","), "delete")
+	}
+	if _, ok := overrides["retention.ms"]; ok {
+		s.RetentionMs = num("retention.ms")
+	}
+	if _, ok := overrides["retention.bytes"]; ok {
+		s.RetentionBytes = num("retention.bytes")
 	}
 	if _, ok := overrides["flush.messages"]; ok {
 		if s.FlushMessages = num("flush.messages"); s.FlushMessages == math.MaxInt64 {
