@@ -203,6 +203,19 @@ func TestRealModeKgoSurvivesLeaderKill(t *testing.T) {
 	if m2.committed[0] != end {
 		t.Errorf("the second member committed %d, want the end %d", m2.committed[0], end)
 	}
+	// kadm sees the group as Kafka's tools do: listed, described Empty
+	// once both members left, with no lag at its committed end.
+	adm := kadm.NewClient(admin)
+	listed, err := adm.ListGroups(ctx)
+	if err != nil || !slices.Contains(listed.Groups(), members) {
+		t.Errorf("kadm ListGroups: %v, groups %v; want %q", err, listed.Groups(), members)
+	}
+	lags, err := adm.Lag(ctx, members)
+	if err != nil {
+		t.Errorf("kadm Lag: %v", err)
+	} else if l := lags[members]; l.DescribeErr != nil || l.FetchErr != nil || l.State != "Empty" || l.Lag.Total() != 0 {
+		t.Errorf("kadm Lag of %q: state %q, lag %d, errors %v / %v; want Empty with no lag", members, l.State, l.Lag.Total(), l.DescribeErr, l.FetchErr)
+	}
 	finalRead(ctx, t, c, rec, clk, tp, end)
 
 	h := rec.History()
@@ -555,6 +568,11 @@ func TestCreateTopicCommand(t *testing.T) {
 	}
 	if r := elected["events"][0]; r.Err != nil && !errors.Is(r.Err, kerr.ElectionNotNeeded) {
 		t.Errorf("preferred election of events/0: %v", r.Err)
+	}
+	var del kadm.Offsets
+	del.Add(kadm.Offset{Topic: "events", Partition: 1, At: 0})
+	if dr, err := adm.DeleteRecords(context.Background(), del); err != nil || dr["events"][1].Err != nil {
+		t.Errorf("kadm DeleteRecords of events/1 to 0: %v %+v", err, dr)
 	}
 	dirs, err := adm.DescribeAllLogDirs(context.Background(), nil)
 	if err != nil || len(dirs) != 3 {
