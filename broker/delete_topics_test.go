@@ -239,3 +239,22 @@ func TestCreatePartitionsGrowsATopic(t *testing.T) {
 		require.Equal(t, []string{fmt.Sprintf("v%d", p)}, vs)
 	}
 }
+
+// delete.topic.enable=false refuses every deletion, as Kafka does:
+// TOPIC_DELETION_DISABLED from v3, INVALID_REQUEST before.
+func TestDeleteTopicEnableFalseRefusesDeletion(t *testing.T) {
+	cfg := config.Default()
+	cfg.DeleteTopicEnable = false
+	c := newCluster(t, 55, 3, cfg)
+	c.createTopic("orders", 1, 3)
+	require.Equal(t, map[string]int16{"orders": kerr.TopicDeletionDisabled.Code}, c.deleteTopics(0, false, "orders"))
+	a := c.actor("v2", wire.NewVersions(wire.Range{Key: 18, Min: 0, Max: 3}, wire.Range{Key: 20, Min: 0, Max: 2}))
+	req := kmsg.NewPtrDeleteTopicsRequest()
+	req.TopicNames = []string{"orders"}
+	rep := a.send(0, req)
+	a.wait(rep)
+	require.NoError(t, rep.err)
+	require.Equal(t, kerr.InvalidRequest.Code, rep.resp.(*kmsg.DeleteTopicsResponse).Topics[0].ErrorCode)
+	require.NoError(t, c.w.RunFor(time.Second))
+	require.NotNil(t, c.controllerImage().Topics["orders"])
+}

@@ -13,13 +13,17 @@ import (
 // goes back to the client as it is.
 
 // forwardToController sends a request the active controller decides and
-// answers with its response; if the controller cannot be reached in time,
-// every resource gets REQUEST_TIMED_OUT (fail builds that answer).
-func (b *Broker) forwardToController(r *rpc.Request, fwd kmsg.Request, fail func(code int16, msg string) kmsg.Response) {
+// answers with its response (adapted by adapt, if given); if the
+// controller cannot be reached in time, every resource gets
+// REQUEST_TIMED_OUT (fail builds that answer).
+func (b *Broker) forwardToController(r *rpc.Request, fwd kmsg.Request, fail func(code int16, msg string) kmsg.Response, adapt ...func(kmsg.Response)) {
 	b.controller.Do(fwd, b.cfg.BrokerSessionTimeout, func(resp kmsg.Response, err error) {
 		if err != nil {
 			r.Respond(fail(kerr.RequestTimedOut.Code, fmt.Sprintf("controller: %v", err)))
 			return
+		}
+		for _, f := range adapt {
+			f(resp)
 		}
 		r.Respond(resp)
 	})
@@ -54,6 +58,17 @@ func (b *Broker) handleDeleteTopics(r *rpc.Request, req *kmsg.DeleteTopicsReques
 			out.Topics = append(out.Topics, rt)
 		}
 		return out
+	}, func(resp kmsg.Response) {
+		// The controller answers in the version the broker speaks to it;
+		// Kafka's Envelope keeps the client's, whose DeleteTopics before v3
+		// has no TOPIC_DELETION_DISABLED (ControllerApis: INVALID_REQUEST).
+		if dr, ok := resp.(*kmsg.DeleteTopicsResponse); ok && r.Header.Version < 3 {
+			for i := range dr.Topics {
+				if dr.Topics[i].ErrorCode == kerr.TopicDeletionDisabled.Code {
+					dr.Topics[i].ErrorCode = kerr.InvalidRequest.Code
+				}
+			}
+		}
 	})
 }
 

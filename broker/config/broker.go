@@ -41,6 +41,7 @@ var brokerConfigs = []BrokerConfigDef{
 	{"log.retention.check.interval.ms", TypeLong, "300000", "how often a leader applies retention", func(c *Cluster) any { return &c.LogRetentionCheckInterval }},
 	{"log.segment.bytes", TypeInt, "1073741824", "size at which a log segment rolls", func(c *Cluster) any { return &c.SegmentBytes }},
 	{"message.max.bytes", TypeInt, "1048588", "largest record batch a topic accepts unless its max.message.bytes says otherwise (MESSAGE_TOO_LARGE beyond)", func(c *Cluster) any { return &c.MessageMaxBytes }},
+	{"delete.topic.enable", TypeBoolean, "true", "let DeleteTopics delete topics (false: TOPIC_DELETION_DISABLED)", func(c *Cluster) any { return &c.DeleteTopicEnable }},
 	{"num.partitions", TypeInt, "1", "partitions of a topic created without a count", func(c *Cluster) any { return &c.NumPartitions }},
 	{"auto.create.topics.enable", TypeBoolean, "true", "create a topic a Metadata request names and allows to be created", func(c *Cluster) any { return &c.AutoCreateTopicsEnable }},
 	{"default.replication.factor", TypeInt, "1", "replication factor of topics created without one", func(c *Cluster) any { return &c.DefaultReplicationFactor }},

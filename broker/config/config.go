@@ -73,6 +73,9 @@ type Cluster struct {
 	LogRetention              time.Duration
 	LogRetentionBytes         int64
 	LogRetentionCheckInterval time.Duration
+	// DeleteTopicEnable is delete.topic.enable: whether DeleteTopics may
+	// delete anything.
+	DeleteTopicEnable bool
 	// NumPartitions is num.partitions: the partitions of a topic created
 	// without a count (CreateTopics with -1, automatic creation).
 	NumPartitions int
@@ -123,6 +126,7 @@ func Default() Cluster {
 		MessageMaxBytes:                           1048588,
 		DefaultReplicationFactor:                  3,
 		NumPartitions:                             1,
+		DeleteTopicEnable:                         true,
 		LogRetention:                              7 * 24 * time.Hour,
 		LogRetentionBytes:                         -1,
 		LogRetentionCheckInterval:                 5 * time.Second, // Kafka: 5 min

@@ -16,7 +16,9 @@ import (
 // likewise, an unknown name UNKNOWN_TOPIC_OR_PARTITION, an unknown id
 // UNKNOWN_TOPIC_ID. Each deleted topic is one RemoveTopicRecord, all of
 // them in one batch. The cluster's internal topics cannot be deleted
-// (INVALID_REQUEST): their coordinators live in them.
+// (INVALID_REQUEST): their coordinators live in them. With
+// delete.topic.enable=false every entry is TOPIC_DELETION_DISABLED
+// (INVALID_REQUEST before v3).
 func (c *Controller) deleteTopics(r *rpc.Request, req *kmsg.DeleteTopicsRequest) decision {
 	resp := kmsg.NewPtrDeleteTopicsResponse()
 	type ask struct {
@@ -57,6 +59,18 @@ func (c *Controller) deleteTopics(r *rpc.Request, req *kmsg.DeleteTopicsRequest)
 	}
 	return decision{refuse: refuse, decide: func() ([]metadata.Record, func()) {
 		resp.Topics = resp.Topics[:0]
+		if !c.cfg.DeleteTopicEnable {
+			// ControllerApis.deleteTopics: TopicDeletionDisabledException
+			// from v3, InvalidRequestException before.
+			code := kerr.TopicDeletionDisabled.Code
+			if r.Header.Version < 3 {
+				code = kerr.InvalidRequest.Code
+			}
+			for _, a := range asks {
+				answer(a.name, a.id, code, "topic deletion is disabled (delete.topic.enable=false)")
+			}
+			return nil, func() { r.Respond(resp) }
+		}
 		// Resolve every entry first: a topic named more than once, by
 		// name or by id or both, fails every entry naming it.
 		topics := make([]*metadata.Topic, len(asks))
