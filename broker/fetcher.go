@@ -189,9 +189,7 @@ func (f *fetcher) sendFetch(states []*fetchState) {
 	req.MinBytes = 1
 	req.MaxBytes = 10 << 20
 	req.Topics = make([]kmsg.FetchRequestTopic, 0, len(states))
-	idNames := make(map[[16]byte]string, len(states))
 	for _, s := range states {
-		idNames[s.p.topicID] = s.p.tp.Topic
 		rt := kmsg.NewFetchRequestTopic()
 		rt.Topic, rt.TopicID = s.p.tp.Topic, s.p.topicID // by id from v13
 		rp := kmsg.NewFetchRequestTopicPartition()
@@ -221,7 +219,7 @@ func (f *fetcher) sendFetch(states []*fetchState) {
 		for _, rt := range resp.(*kmsg.FetchResponse).Topics {
 			topic := rt.Topic
 			if resp.GetVersion() >= 13 {
-				topic = idNames[rt.TopicID] // v13+ answers name topics by id only
+				topic = b.topicNames[rt.TopicID] // v13+ answers name topics by id only
 			}
 			for _, rp := range rt.Partitions {
 				s := f.parts[metadata.TopicPartition{Topic: topic, Partition: rp.Partition}]
