@@ -9,6 +9,7 @@ import (
 
 	"github.com/kafkasim/kafkasim/broker/rpc"
 	"github.com/kafkasim/kafkasim/env"
+	"github.com/kafkasim/kafkasim/probe"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -22,9 +23,19 @@ import (
 // evicted, and their generation's offset commits are refused from then on:
 // the fence against zombie consumers.
 //
-// Not modelled: static membership (group.instance.id is ignored: every
-// member is dynamic), group.max.size, the consumer protocol of KIP-848,
-// group and offset expiration.
+// Static membership (KIP-345): a member joining with a group.instance.id
+// skips MEMBER_ID_REQUIRED and is mapped to its instance; when the instance
+// joins again without a member id (a restarted consumer) it takes the old
+// member's place, its assignment and leadership, without a rebalance while
+// the group is Stable and the selected protocol stands — the old
+// incarnation's parked requests, and any request it sends later, are told
+// FENCED_INSTANCE_ID (GroupMetadataManager.updateStaticMemberThenRebalance-
+// OrCompleteJoin, ClassicGroup.replaceStaticMember and validateMember). A
+// static member leaves only by its session timeout or a LeaveGroup naming
+// its instance.
+//
+// Not modelled: group.max.size, the consumer protocol of KIP-848, group
+// and offset expiration.
 
 type groupState uint8
 
@@ -48,6 +59,9 @@ type membership struct {
 	protocol     string
 	leader       string
 	members      map[string]*member
+	// staticMembers maps each static member's group.instance.id to its
+	// current member id.
+	staticMembers map[string]string
 	// pendingMembers were given a member id (MEMBER_ID_REQUIRED) and have
 	// not joined with it yet; each expires after its session timeout.
 	pendingMembers map[string]env.TimerID
@@ -68,11 +82,12 @@ type membership struct {
 }
 
 func newMembership() membership {
-	return membership{members: map[string]*member{}, pendingMembers: map[string]env.TimerID{}}
+	return membership{members: map[string]*member{}, staticMembers: map[string]string{}, pendingMembers: map[string]env.TimerID{}}
 }
 
 type member struct {
 	id               string
+	instanceID       string // group.instance.id; "" for a dynamic member
 	clientID         string
 	clientHost       string
 	sessionTimeout   time.Duration
@@ -109,6 +124,34 @@ func (m *member) matches(protocols []kmsg.JoinGroupRequestProtocol) bool {
 	return slices.EqualFunc(m.protocols, protocols, func(a, b kmsg.JoinGroupRequestProtocol) bool {
 		return a.Name == b.Name && string(a.Metadata) == string(b.Metadata)
 	})
+}
+
+// validateMember is Kafka's ClassicGroup.validateMember: a request naming
+// a group.instance.id must come from the member id that instance is mapped
+// to now (an older incarnation is FENCED_INSTANCE_ID), and the member must
+// exist.
+func (g *membership) validateMember(memberID, instanceID string) int16 {
+	if instanceID != "" {
+		id, ok := g.staticMembers[instanceID]
+		if !ok {
+			return kerr.UnknownMemberID.Code
+		}
+		if id != memberID {
+			return kerr.FencedInstanceID.Code
+		}
+	}
+	if g.members[memberID] == nil {
+		return kerr.UnknownMemberID.Code
+	}
+	return 0
+}
+
+// instanceID reads a nullable group.instance.id field.
+func instanceID(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // sortedMembers lists the members in join order.
@@ -249,6 +292,18 @@ func (c *groupCoordinator) handleJoinGroup(r *rpc.Request, req *kmsg.JoinGroupRe
 		fail(kerr.InconsistentGroupProtocol.Code, req.MemberID)
 		return
 	}
+	instance := instanceID(req.InstanceID)
+	if req.MemberID == "" && instance != "" {
+		// A static member needs no MEMBER_ID_REQUIRED round: its instance
+		// id already names it (Kafka: groupInstanceId + "-" + a UUID).
+		id := c.newMemberID(instance)
+		if old, ok := g.staticMembers[instance]; ok {
+			c.replaceStaticMember(g, g.members[old], id, r, req, session, rebalance)
+			return
+		}
+		c.addMemberAndRebalance(g, id, r, req, session, rebalance)
+		return
+	}
 	if req.MemberID == "" {
 		clientID := ""
 		if r.Header.ClientID != nil {
@@ -266,17 +321,18 @@ func (c *groupCoordinator) handleJoinGroup(r *rpc.Request, req *kmsg.JoinGroupRe
 		return
 	}
 	id := req.MemberID
-	if t, ok := g.pendingMembers[id]; ok {
+	if t, ok := g.pendingMembers[id]; ok && instance == "" {
 		c.b.e.Cancel(t)
 		delete(g.pendingMembers, id)
 		c.addMemberAndRebalance(g, id, r, req, session, rebalance)
 		return
 	}
-	m := g.members[id]
-	if m == nil {
-		fail(kerr.UnknownMemberID.Code, id)
+	if code := g.validateMember(id, instance); code != 0 {
+		c.fencedInstance(g, code, instance)
+		fail(code, id)
 		return
 	}
+	m := g.members[id]
 	switch g.state {
 	case groupPreparingRebalance:
 		c.updateMemberAndRebalance(g, m, r, req, session, rebalance)
@@ -316,10 +372,13 @@ func (c *groupCoordinator) addMemberAndRebalance(g *group, id string, r *rpc.Req
 		clientID = *r.Header.ClientID
 	}
 	g.joinSeq++
-	m := &member{id: id, clientID: clientID, clientHost: r.Peer, sessionTimeout: session, rebalanceTimeout: rebalance,
+	m := &member{id: id, instanceID: instanceID(req.InstanceID), clientID: clientID, clientHost: r.Peer, sessionTimeout: session, rebalanceTimeout: rebalance,
 		protocolType: req.ProtocolType, protocols: cloneProtocols(req.Protocols), seq: g.joinSeq}
 	if len(g.members) == 0 {
 		g.protocolType = req.ProtocolType
+	}
+	if m.instanceID != "" {
+		g.staticMembers[m.instanceID] = id
 	}
 	if g.state == groupPreparingRebalance && g.generation == 0 {
 		g.newMemberAdded = true
@@ -347,6 +406,102 @@ func (c *groupCoordinator) updateMemberAndRebalance(g *group, m *member, r *rpc.
 	m.join = &parkedJoin{r: r, req: req}
 	c.maybePrepareRebalance(g, "member "+m.id+" rejoined")
 	c.maybeCompleteJoin(g)
+}
+
+// replaceStaticMember is Kafka's updateStaticMemberThenRebalanceOrComplete-
+// Join: a static member's new incarnation (joining without a member id)
+// takes old's place under member id id. Old's parked join and sync are
+// told FENCED_INSTANCE_ID. In a Stable group whose selected protocol the
+// new subscription does not change, the group is stored and the member
+// answered with the current generation, no rebalance; in
+// CompletingRebalance a rebalance starts, since the leader may be
+// assigning to the old member id.
+func (c *groupCoordinator) replaceStaticMember(g *group, old *member, id string, r *rpc.Request, req *kmsg.JoinGroupRequest, session, rebalance time.Duration) {
+	c.b.e.Log("group-static-member-replaced", "group", g.id, "instance", old.instanceID, "old", old.id, "member", id)
+	c.b.e.Probe(probe.StaticMemberReplaced, g.id)
+	m := c.swapMemberID(g, old, id)
+	oldProtocols, oldSession, oldRebalance := m.protocols, m.sessionTimeout, m.rebalanceTimeout
+	m.protocols, m.sessionTimeout, m.rebalanceTimeout = cloneProtocols(req.Protocols), session, rebalance
+	pj := &parkedJoin{r: r, req: req}
+	m.join = pj
+	c.scheduleHeartbeat(g, m)
+	switch g.state {
+	case groupStable:
+		if g.selectProtocol() != g.protocol {
+			c.prepareRebalance(g, "static member "+id+" changed the selected protocol")
+			return
+		}
+		gen := g.generation
+		oldID := old.id
+		c.storeGroup(g, func(code int16) {
+			if !c.live(g, m) || m.join != pj || g.state != groupStable || g.generation != gen {
+				return // a rebalance took the join over
+			}
+			m.join = nil
+			if code != 0 {
+				// Kafka reverts the replacement when storing it failed.
+				m.protocols, m.sessionTimeout, m.rebalanceTimeout = oldProtocols, oldSession, oldRebalance
+				back := c.swapMemberID(g, m, oldID)
+				c.scheduleHeartbeat(g, back)
+				resp := kmsg.NewPtrJoinGroupResponse()
+				resp.ErrorCode, resp.Generation = code, g.generation
+				resp.ProtocolType, resp.Protocol = kmsg.StringPtr(g.protocolType), kmsg.StringPtr(g.protocol)
+				resp.LeaderID = g.leader
+				c.b.respond(r, resp)
+				return
+			}
+			// From v9 the leader is told to skip the assignment: it
+			// has the members, and the group keeps its assignment.
+			skip := req.Version >= 9 && m.id == g.leader
+			c.respondJoinMembers(g, m, r, skip, skip)
+		})
+	case groupCompletingRebalance:
+		c.prepareRebalance(g, "static member "+id+" rejoined while the leader assigns")
+	default:
+		c.maybeCompleteJoin(g)
+	}
+}
+
+// swapMemberID moves static member m to member id id, keeping its
+// instance, subscription, assignment, join order and leadership; the
+// requests parked under its old id are told FENCED_INSTANCE_ID.
+func (c *groupCoordinator) swapMemberID(g *group, m *member, id string) *member {
+	if m.heartbeatTimer != 0 {
+		c.b.e.Cancel(m.heartbeatTimer)
+		m.heartbeatTimer = 0
+	}
+	if m.join != nil {
+		resp := kmsg.NewPtrJoinGroupResponse()
+		resp.ErrorCode, resp.Generation, resp.MemberID = kerr.FencedInstanceID.Code, -1, m.id
+		c.b.respond(m.join.r, resp)
+		m.join = nil
+	}
+	if m.sync != nil {
+		resp := kmsg.NewPtrSyncGroupResponse()
+		resp.ErrorCode = kerr.FencedInstanceID.Code
+		c.b.respond(m.sync.r, resp)
+		m.sync = nil
+	}
+	delete(g.members, m.id)
+	delete(g.pendingSync, m.id)
+	n := &member{id: id, instanceID: m.instanceID, clientID: m.clientID, clientHost: m.clientHost,
+		sessionTimeout: m.sessionTimeout, rebalanceTimeout: m.rebalanceTimeout, protocolType: m.protocolType,
+		protocols: m.protocols, assignment: m.assignment, seq: m.seq}
+	g.members[id] = n
+	if g.leader == m.id {
+		g.leader = id
+	}
+	g.staticMembers[m.instanceID] = id
+	return n
+}
+
+// fencedInstance counts a request refused because its group.instance.id
+// now belongs to a newer incarnation.
+func (c *groupCoordinator) fencedInstance(g *group, code int16, instance string) {
+	if code == kerr.FencedInstanceID.Code {
+		c.b.e.Log("group-instance-fenced", "group", g.id, "instance", instance)
+		c.b.e.Probe(probe.StaticMemberFenced, g.id)
+	}
 }
 
 func cloneProtocols(ps []kmsg.JoinGroupRequestProtocol) []kmsg.JoinGroupRequestProtocol {
@@ -475,15 +630,25 @@ func (c *groupCoordinator) completeJoin(g *group) {
 // respondJoin answers a JoinGroup with the current generation, and starts
 // the member's session clock.
 func (c *groupCoordinator) respondJoin(g *group, m *member, r *rpc.Request) {
+	c.respondJoinMembers(g, m, r, m.id == g.leader, false)
+}
+
+// respondJoinMembers answers a JoinGroup with the current generation, the
+// members' subscriptions if withMembers, and SkipAssignment (v9+) if skip.
+func (c *groupCoordinator) respondJoinMembers(g *group, m *member, r *rpc.Request, withMembers, skip bool) {
 	resp := kmsg.NewPtrJoinGroupResponse()
 	resp.Generation = g.generation
 	resp.ProtocolType = kmsg.StringPtr(g.protocolType)
 	resp.Protocol = kmsg.StringPtr(g.protocol)
 	resp.LeaderID, resp.MemberID = g.leader, m.id
-	if m.id == g.leader {
+	resp.SkipAssignment = skip
+	if withMembers {
 		for _, o := range g.sortedMembers() {
 			rm := kmsg.NewJoinGroupResponseMember()
 			rm.MemberID, rm.ProtocolMetadata = o.id, o.metadata(g.protocol)
+			if o.instanceID != "" {
+				rm.InstanceID = kmsg.StringPtr(o.instanceID)
+			}
 			resp.Members = append(resp.Members, rm)
 		}
 	}
@@ -553,6 +718,9 @@ func (c *groupCoordinator) removeMember(g *group, m *member) {
 	}
 	delete(g.members, m.id)
 	delete(g.pendingSync, m.id)
+	if m.instanceID != "" && g.staticMembers[m.instanceID] == m.id {
+		delete(g.staticMembers, m.instanceID)
+	}
 	if g.leader == m.id {
 		g.leader = ""
 		if ms := g.sortedMembers(); len(ms) > 0 {
@@ -617,14 +785,17 @@ func (c *groupCoordinator) handleSyncGroup(r *rpc.Request, req *kmsg.SyncGroupRe
 		return
 	}
 	g := c.groups[req.Group]
-	var m *member
-	if g != nil {
-		m = g.members[req.MemberID]
-	}
-	switch {
-	case m == nil:
+	if g == nil {
 		fail(kerr.UnknownMemberID.Code)
 		return
+	}
+	if code := g.validateMember(req.MemberID, instanceID(req.InstanceID)); code != 0 {
+		c.fencedInstance(g, code, instanceID(req.InstanceID))
+		fail(code)
+		return
+	}
+	m := g.members[req.MemberID]
+	switch {
 	case req.Generation != g.generation:
 		fail(kerr.IllegalGeneration.Code)
 		return
@@ -703,15 +874,21 @@ func (c *groupCoordinator) handleHeartbeat(r *rpc.Request, req *kmsg.HeartbeatRe
 		return
 	}
 	g := c.groups[req.Group]
+	code := kerr.UnknownMemberID.Code
 	var m *member
 	if g != nil {
-		m = g.members[req.MemberID]
+		if code = g.validateMember(req.MemberID, instanceID(req.InstanceID)); code == 0 {
+			m = g.members[req.MemberID]
+		}
 	}
 	switch {
 	case g != nil && g.state == groupDead:
 		respond(kerr.CoordinatorNotAvailable.Code)
 	case m == nil:
-		respond(kerr.UnknownMemberID.Code)
+		if g != nil {
+			c.fencedInstance(g, code, instanceID(req.InstanceID))
+		}
+		respond(code)
 	case req.Generation != g.generation:
 		respond(kerr.IllegalGeneration.Code)
 	case g.state == groupPreparingRebalance:
@@ -725,12 +902,9 @@ func (c *groupCoordinator) handleHeartbeat(r *rpc.Request, req *kmsg.HeartbeatRe
 
 func (c *groupCoordinator) handleLeaveGroup(r *rpc.Request, req *kmsg.LeaveGroupRequest) {
 	resp := kmsg.NewPtrLeaveGroupResponse()
-	ids := []string{req.MemberID}
+	leaving := []kmsg.LeaveGroupRequestMember{{MemberID: req.MemberID}}
 	if req.Version >= 3 {
-		ids = ids[:0]
-		for _, m := range req.Members {
-			ids = append(ids, m.MemberID)
-		}
+		leaving = req.Members
 	}
 	if _, code := c.serving(req.Group); code != 0 {
 		resp.ErrorCode = code
@@ -738,22 +912,32 @@ func (c *groupCoordinator) handleLeaveGroup(r *rpc.Request, req *kmsg.LeaveGroup
 		return
 	}
 	g := c.groups[req.Group]
-	for _, id := range ids {
+	for _, lm := range leaving {
+		id, instance := lm.MemberID, instanceID(lm.InstanceID)
 		code := kerr.UnknownMemberID.Code
 		if g != nil {
-			if t, ok := g.pendingMembers[id]; ok {
+			if id == "" {
+				// KIP-345: an administrator removes a static member by
+				// its instance id alone.
+				if sid, ok := g.staticMembers[instance]; ok && instance != "" {
+					c.b.e.Log("group-member-left", "group", g.id, "member", sid, "instance", instance)
+					c.removeMemberAndUpdateGroup(g, g.members[sid])
+					code = 0
+				}
+			} else if t, ok := g.pendingMembers[id]; ok {
 				c.b.e.Cancel(t)
 				delete(g.pendingMembers, id)
 				c.maybeCompleteJoin(g)
 				code = 0
-			} else if m := g.members[id]; m != nil {
+			} else if code = g.validateMember(id, instance); code == 0 {
 				c.b.e.Log("group-member-left", "group", g.id, "member", id)
-				c.removeMemberAndUpdateGroup(g, m)
-				code = 0
+				c.removeMemberAndUpdateGroup(g, g.members[id])
+			} else {
+				c.fencedInstance(g, code, instance)
 			}
 		}
 		rm := kmsg.NewLeaveGroupResponseMember()
-		rm.MemberID, rm.ErrorCode = id, code
+		rm.MemberID, rm.InstanceID, rm.ErrorCode = id, lm.InstanceID, code
 		resp.Members = append(resp.Members, rm)
 	}
 	if req.Version < 3 {
@@ -803,6 +987,23 @@ func (c *groupCoordinator) checkInvariants() {
 			if len(g.members) != 0 {
 				return invariantf("group %q: Empty with %d members", id, len(g.members))
 			}
+		}
+		statics, mapped := 0, true
+		for _, m := range g.members {
+			if m.instanceID != "" {
+				statics++
+				mapped = mapped && g.staticMembers[m.instanceID] == m.id
+			}
+		}
+		if !mapped {
+			for _, m := range g.sortedMembers() { // the report, in a stable order
+				if m.instanceID != "" && g.staticMembers[m.instanceID] != m.id {
+					return invariantf("group %q: static member %q of instance %q not mapped to it (%q)", id, m.id, m.instanceID, g.staticMembers[m.instanceID])
+				}
+			}
+		}
+		if statics != len(g.staticMembers) {
+			return invariantf("group %q: %d instance ids mapped, %d static members", id, len(g.staticMembers), statics)
 		}
 		return ""
 	})

@@ -87,6 +87,9 @@ func (c *groupCoordinator) handleDescribeGroups(req *kmsg.DescribeGroupsRequest)
 		for _, m := range g.sortedMembers() {
 			dm := kmsg.NewDescribeGroupsResponseGroupMember()
 			dm.MemberID, dm.ClientID, dm.ClientHost = m.id, m.clientID, m.clientHost
+			if m.instanceID != "" {
+				dm.InstanceID = kmsg.StringPtr(m.instanceID)
+			}
 			if stable {
 				dm.ProtocolMetadata, dm.MemberAssignment = m.metadata(g.protocol), m.assignment
 			}

@@ -188,7 +188,7 @@ func (c *groupCoordinator) handleOffsetCommit(r *rpc.Request, req *kmsg.OffsetCo
 	}
 	p, code := c.serving(req.Group)
 	if code == 0 {
-		code = c.validateOffsetCommit(c.groups[req.Group], req.MemberID, req.Generation, false, req.Version)
+		code = c.validateOffsetCommit(c.groups[req.Group], req.MemberID, instanceID(req.InstanceID), req.Generation, false, req.Version)
 	}
 	if code != 0 {
 		fill(code)

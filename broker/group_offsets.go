@@ -23,9 +23,12 @@ import (
 // commits, whose older versions carry no member at all. A plain commit
 // while the group awaits its leader's assignment is told
 // REBALANCE_IN_PROGRESS.
-func (c *groupCoordinator) validateOffsetCommit(g *group, memberID string, generation int32, transactional bool, version int16) int16 {
-	code := c.offsetCommitFence(g, memberID, generation, transactional, version)
-	if code == kerr.UnknownMemberID.Code || code == kerr.IllegalGeneration.Code {
+func (c *groupCoordinator) validateOffsetCommit(g *group, memberID, instance string, generation int32, transactional bool, version int16) int16 {
+	code := c.offsetCommitFence(g, memberID, instance, generation, transactional, version)
+	if code == kerr.FencedInstanceID.Code {
+		c.fencedInstance(g, code, instance)
+	}
+	if code == kerr.UnknownMemberID.Code || code == kerr.IllegalGeneration.Code || code == kerr.FencedInstanceID.Code {
 		group := ""
 		if g != nil {
 			group = g.id
@@ -35,7 +38,7 @@ func (c *groupCoordinator) validateOffsetCommit(g *group, memberID string, gener
 	return code
 }
 
-func (c *groupCoordinator) offsetCommitFence(g *group, memberID string, generation int32, transactional bool, version int16) int16 {
+func (c *groupCoordinator) offsetCommitFence(g *group, memberID, instance string, generation int32, transactional bool, version int16) int16 {
 	if g == nil {
 		switch {
 		case generation < 0:
@@ -52,8 +55,8 @@ func (c *groupCoordinator) offsetCommitFence(g *group, memberID string, generati
 		return 0
 	}
 	if generation >= 0 || memberID != "" {
-		if g.members[memberID] == nil {
-			return kerr.UnknownMemberID.Code
+		if code := g.validateMember(memberID, instance); code != 0 {
+			return code
 		}
 		if generation != g.generation {
 			return kerr.IllegalGeneration.Code
@@ -102,14 +105,14 @@ func (c *groupCoordinator) handleTxnOffsetCommit(r *rpc.Request, req *kmsg.TxnOf
 		}
 		c.b.respond(r, resp)
 	}
-	generation, memberID := int32(-1), ""
+	generation, memberID, instance := int32(-1), "", ""
 	if req.Version >= 3 {
-		generation, memberID = req.Generation, req.MemberID
+		generation, memberID, instance = req.Generation, req.MemberID, instanceID(req.InstanceID)
 	}
 	validate := func() (*partition, int16) {
 		p, code := c.serving(req.Group)
 		if code == 0 {
-			code = c.validateOffsetCommit(c.groups[req.Group], memberID, generation, true, req.Version)
+			code = c.validateOffsetCommit(c.groups[req.Group], memberID, instance, generation, true, req.Version)
 		}
 		return p, code
 	}
@@ -271,7 +274,7 @@ func (c *groupCoordinator) applyGroupMetadata(id string, value []byte) {
 		if mb.id, b, ok = readString(b); !ok {
 			return
 		}
-		if _, b, ok = readNullableString(b); !ok {
+		if mb.instanceID, b, ok = readNullableString(b); !ok {
 			return
 		}
 		if mb.clientID, b, ok = readString(b); !ok {
@@ -295,6 +298,9 @@ func (c *groupCoordinator) applyGroupMetadata(id string, value []byte) {
 		m.joinSeq++
 		mb.seq = m.joinSeq
 		m.members[mb.id] = mb
+		if mb.instanceID != "" {
+			m.staticMembers[mb.instanceID] = mb.id
+		}
 	}
 	if len(m.members) > 0 {
 		m.state = groupStable

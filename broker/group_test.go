@@ -14,14 +14,18 @@ import (
 // consumer drives one group member with raw requests.
 type consumer struct {
 	*actor
-	group      string
-	id         string
-	generation int32
-	leader     string
-	members    []string // the leader's view of the generation
-	session    time.Duration
-	rebalance  time.Duration // max.poll.interval.ms
-	coord      int
+	group    string
+	id       string
+	instance string // group.instance.id: a static member (KIP-345)
+	// skipAssignment: the last JoinGroup told this leader to keep the
+	// group's assignment (v9+).
+	skipAssignment bool
+	generation     int32
+	leader         string
+	members        []string // the leader's view of the generation
+	session        time.Duration
+	rebalance      time.Duration // max.poll.interval.ms
+	coord          int
 }
 
 func (c *cluster) consumer(name, group string) *consumer {
@@ -31,6 +35,7 @@ func (c *cluster) consumer(name, group string) *consumer {
 func (m *consumer) joinRequest() *kmsg.JoinGroupRequest {
 	req := kmsg.NewPtrJoinGroupRequest()
 	req.Group, req.MemberID, req.ProtocolType = m.group, m.id, "consumer"
+	req.InstanceID = m.instanceID()
 	req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = int32(m.session.Milliseconds()), int32(m.rebalance.Milliseconds())
 	p := kmsg.NewJoinGroupRequestProtocol()
 	p.Name, p.Metadata = "range", []byte("orders")
@@ -38,11 +43,18 @@ func (m *consumer) joinRequest() *kmsg.JoinGroupRequest {
 	return req
 }
 
-// startJoin sends JoinGroup; a new member first learns its id
-// (MEMBER_ID_REQUIRED, KIP-394).
+func (m *consumer) instanceID() *string {
+	if m.instance == "" {
+		return nil
+	}
+	return kmsg.StringPtr(m.instance)
+}
+
+// startJoin sends JoinGroup; a new dynamic member first learns its id
+// (MEMBER_ID_REQUIRED, KIP-394), a static one is given it in the answer.
 func (m *consumer) startJoin() *reply {
 	m.coord = m.findCoordinator(m.group, 0)
-	if m.id == "" {
+	if m.id == "" && m.instance == "" {
 		resp := m.call(m.coord, m.joinRequest()).(*kmsg.JoinGroupResponse)
 		require.Equal(m.c.t, kerr.MemberIDRequired.Code, resp.ErrorCode, "a new member of a v4+ group needs an id first")
 		require.NotEmpty(m.c.t, resp.MemberID)
@@ -56,6 +68,7 @@ func (m *consumer) startJoin() *reply {
 func (m *consumer) finishJoin(rep *reply) int16 {
 	resp := m.wait(rep).(*kmsg.JoinGroupResponse)
 	if resp.ErrorCode == 0 {
+		m.id, m.skipAssignment = resp.MemberID, resp.SkipAssignment
 		m.generation, m.leader, m.members = resp.Generation, resp.LeaderID, nil
 		for _, o := range resp.Members {
 			m.members = append(m.members, o.MemberID)
@@ -69,6 +82,7 @@ func (m *consumer) join() int16 { return m.finishJoin(m.startJoin()) }
 func (m *consumer) syncSend(assignments map[string]string) *reply {
 	req := kmsg.NewPtrSyncGroupRequest()
 	req.Group, req.Generation, req.MemberID = m.group, m.generation, m.id
+	req.InstanceID = m.instanceID()
 	req.ProtocolType, req.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
 	for _, id := range m.members {
 		a := kmsg.NewSyncGroupRequestGroupAssignment()
@@ -92,11 +106,12 @@ func (m *consumer) sync(assignments map[string]string) (int16, string) {
 func (m *consumer) heartbeat() int16 {
 	req := kmsg.NewPtrHeartbeatRequest()
 	req.Group, req.Generation, req.MemberID = m.group, m.generation, m.id
+	req.InstanceID = m.instanceID()
 	return m.call(m.coord, req).(*kmsg.HeartbeatResponse).ErrorCode
 }
 
 func (m *consumer) commit(generation int32, tp metadata.TopicPartition, offset int64) int16 {
-	return m.actor.commit(m.group, generation, m.id, tp, offset)
+	return m.actor.commitAs(m.group, generation, m.id, m.instance, tp, offset)
 }
 
 // joinAlone makes m a group of one in a new generation.

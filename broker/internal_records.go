@@ -129,7 +129,7 @@ func encodeGroupValue(g *group, now env.Time) []byte {
 	b = be.AppendUint32(b, uint32(len(ms)))
 	for _, m := range ms {
 		b = appendString(b, m.id)
-		b = appendNullableString(b, "") // group.instance.id: static membership is not modelled
+		b = appendNullableString(b, m.instanceID) // group.instance.id, null for a dynamic member
 		b = appendString(b, m.clientID)
 		b = appendString(b, m.clientHost)
 		b = be.AppendUint32(b, uint32(m.rebalanceTimeout.Milliseconds()))

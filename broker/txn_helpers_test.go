@@ -376,9 +376,18 @@ func (a *actor) offsetFetch(group string, tp metadata.TopicPartition, requireSta
 
 // commit is OffsetCommit of one partition.
 func (a *actor) commit(group string, generation int32, memberID string, tp metadata.TopicPartition, offset int64) int16 {
+	return a.commitAs(group, generation, memberID, "", tp, offset)
+}
+
+// commitAs is commit from a static member: instance is its
+// group.instance.id ("" for none).
+func (a *actor) commitAs(group string, generation int32, memberID, instance string, tp metadata.TopicPartition, offset int64) int16 {
 	gc := a.findCoordinator(group, 0)
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group, req.Generation, req.MemberID = group, generation, memberID
+	if instance != "" {
+		req.InstanceID = kmsg.StringPtr(instance)
+	}
 	rt := kmsg.NewOffsetCommitRequestTopic()
 	rt.Topic = tp.Topic
 	rp := kmsg.NewOffsetCommitRequestTopicPartition()

@@ -122,6 +122,13 @@ const (
 	// waits for it to commit before answering: a failover now must not
 	// lose what it then acknowledges.
 	OffsetCommitAwaitingReplication = "offset-commit-awaiting-replication"
+	// StaticMemberReplaced: a static member (group.instance.id) joined
+	// again without its member id and took its old incarnation's place
+	// (KIP-345).
+	StaticMemberReplaced = "static-member-replaced"
+	// StaticMemberFenced: a request from an older incarnation of a static
+	// member was refused with FENCED_INSTANCE_ID.
+	StaticMemberFenced = "static-member-fenced"
 )
 
 // Storage.
@@ -178,6 +185,8 @@ var Catalogue = []Info{
 	{CommittedBeforeProcessing, "application", "a consumer committed offsets of records not yet processed"},
 	{ProcessedBeforeCommit, "application", "a consumer wrote output of records whose offsets are not yet committed"},
 	{OffsetCommitAwaitingReplication, "broker", "a group coordinator appended an offset commit and awaits its replication"},
+	{StaticMemberReplaced, "broker", "a static member's new incarnation took its place in the group"},
+	{StaticMemberFenced, "broker", "an older incarnation of a static member was told FENCED_INSTANCE_ID"},
 	{PowerLossDroppedUnsynced, "world", "a power loss dropped bytes not yet synced"},
 	{CorruptBatchDetected, "broker", "a batch failing its checksum was refused or cut"},
 	{SyncFailedHalt, "broker", "a failed fsync halted the broker"},
