@@ -52,6 +52,18 @@
 //     a segment forgets a producer whose every batch was in it (as Kafka
 //     did before KIP-360) and a transaction is known from its first
 //     remaining batch.
+//   - Offsets are contiguous across batches and segments, except in a
+//     compacted log (Config.Compact, or a cleaner checkpoint on disk): Clean
+//     (cleaner.go) rewrites the segments below the first uncleanable offset
+//     keeping each key's latest record, and drops whole batches, so offsets
+//     skip where they were; kept batches keep their base and last offsets, and
+//     a follower copies the gaps (AppendAsFollower takes a batch past its log
+//     end). A read from inside a gap gets the next batch. Cleaning never
+//     moves the log start and never touches the active segment or anything
+//     at or past the last stable offset. A round's segment swap is atomic
+//     across crashes: Open finishes one whose manifest was written and
+//     discards one whose manifest was not. Elsewhere a gap is damage, and
+//     recovery cuts the log there.
 //   - Durability: appends land in the page cache. With FlushIntervalMessages
 //     N > 0 the log syncs once N offsets are unflushed; Flush syncs on
 //     demand. Nothing else syncs data, except that TruncateTo and recovery

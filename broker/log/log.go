@@ -35,6 +35,14 @@ type Config struct {
 	// it, as Kafka does since 2.5 (KIP-360); false refuses it with
 	// ErrUnknownProducerID, the older behaviour.
 	KIP360ProducerIDRecovery bool
+	// Compact is cleanup.policy containing compact: the log may be
+	// cleaned (Clean), and so may have gaps between batches where the
+	// cleaner removed some — its own, or its leader's copied by a
+	// follower. A log without it keeps offsets contiguous, and recovery
+	// treats a gap as damage (a segment lost or cut in the middle), unless
+	// the log was cleaned once (a cleaner checkpoint exists) and its topic
+	// stopped compacting since.
+	Compact bool
 	// Defects are bugs planted for the checkers' self-test (package
 	// defect); the log plants the producer-state ones.
 	Defects defect.Set
@@ -97,7 +105,11 @@ type Log struct {
 	dir  string
 	name string // "<topic>-<partition>", for errors and invariants
 
-	segments []*segment // contiguous; the last is the active one
+	// segments are in offset order, the last the active one. Offsets
+	// increase across batches and segments; they are contiguous except
+	// where the cleaner removed batches of a compacted log (or a follower
+	// copied such gaps from its leader).
+	segments []*segment
 	// logStart is the log start offset: the first segment's base, or past
 	// it once IncrementLogStartOffset moved it (the segments below it stay
 	// until DeleteSegmentsBelow removes them).
@@ -111,6 +123,18 @@ type Log struct {
 	producers    producerState
 	hwCheckpoint int64
 	recovery     RecoveryInfo
+	// cleaned: a cleaner checkpoint exists, so gaps may exist whatever
+	// the config says now.
+	cleaned bool
+}
+
+// gapsAllowed reports whether offsets may skip between batches.
+func (l *Log) gapsAllowed() bool { return l.cfg.Compact || l.cleaned }
+
+// follows reports whether a batch at base may follow one that ended at
+// end (end is the next offset expected).
+func (l *Log) follows(base, end int64) bool {
+	return base == end || (base > end && l.gapsAllowed())
 }
 
 const (
@@ -134,6 +158,12 @@ func Open(d env.Disk, cfg Config) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := l.completeSwaps(); err != nil {
+		return nil, err
+	}
+	if _, err := d.Size(l.cleanerCheckpointName()); err == nil {
+		l.cleaned = true
+	}
 	var bases, sidecars []int64
 	for _, name := range d.List(dir + "/") {
 		if base, ok := parseSegmentName(dir, name); ok {
@@ -147,7 +177,7 @@ func Open(d env.Disk, cfg Config) (*Log, error) {
 	}
 	expected := l.logStart
 	for i, base := range bases {
-		if base != expected {
+		if !l.follows(base, expected) {
 			if err := l.dropSegments(bases[i:], fmt.Sprintf("segment %d does not start at offset %d", base, expected)); err != nil {
 				return nil, err
 			}
@@ -253,7 +283,7 @@ func (l *Log) recoverSegment(base int64) (*segment, bool, error) {
 		switch {
 		case err != nil:
 			reason = err.Error()
-		case b.BaseOffset() != expected:
+		case !l.follows(b.BaseOffset(), expected):
 			reason = fmt.Sprintf("batch base offset %d, expected %d", b.BaseOffset(), expected)
 		default:
 			if err := b.VerifyCRC(); err != nil {
@@ -728,7 +758,10 @@ func (l *Log) appendLocal(b record.Batch) (AppendResult, error) {
 
 // AppendAsFollower appends batches fetched from the leader, offsets and
 // epochs as the leader assigned them. They must start at the log end and be
-// contiguous (else ErrUnexpectedAppendOffset); each must pass its CRC (else
+// contiguous (else ErrUnexpectedAppendOffset) — in a compacted log, at or
+// past it and increasing: the leader's log has gaps where its cleaner
+// removed batches, and the follower copies them (UnifiedLog.append without
+// offset assignment refuses only a first offset below the log end); each must pass its CRC (else
 // ErrCorruptMessage). Producer state is updated without the leader's checks.
 // An empty input appends nothing; a partial batch at the end (a fetch
 // response cut at its byte limit) is ignored, as Kafka's fetcher does. On an
@@ -751,7 +784,7 @@ func (l *Log) AppendAsFollower(records []byte) (AppendResult, error) {
 	}
 	next := l.logEnd
 	for _, b := range batches {
-		if b.BaseOffset() != next {
+		if !l.follows(b.BaseOffset(), next) {
 			return AppendResult{}, fmt.Errorf("log %s: batch at offset %d, expected %d: %w", l.name, b.BaseOffset(), next, ErrUnexpectedAppendOffset)
 		}
 		if err := b.VerifyCRC(); err != nil {
@@ -816,7 +849,7 @@ func (l *Log) forgetUnwrittenEpochs() {
 	}
 }
 
-// appendBatches writes contiguous batches starting at the log end (raw is
+// appendBatches writes increasing batches starting at or past the log end (raw is
 // exactly their concatenation) and indexes them, rolling segments at
 // SegmentBytesMax.
 func (l *Log) appendBatches(batches []record.Batch, raw []byte) error {
@@ -891,7 +924,7 @@ func (l *Log) writeGroup(seg *segment, batches []record.Batch, raw []byte) error
 	pos := seg.size
 	for _, b := range batches {
 		e := newEntry(b, pos)
-		if !(e.base == l.logEnd) {
+		if !l.follows(e.base, l.logEnd) {
 			fail("%s: offsets not contiguous: batch at %d appended at log end %d", l.name, e.base, l.logEnd)
 		}
 		if !(e.last >= e.base) {
@@ -1125,6 +1158,14 @@ func (l *Log) TruncateTo(offset int64) (int64, error) {
 		fail("%s: no batch holds offset %d below log end %d", l.name, offset, l.logEnd)
 	}
 	newEnd := seg.batches[k].base
+	if newEnd > offset {
+		// offset lies in a gap the cleaner left: the log ends where the
+		// batches kept end.
+		newEnd = seg.base
+		if k > 0 {
+			newEnd = seg.batches[k-1].last + 1
+		}
+	}
 	if newEnd < l.logStart {
 		if err := l.TruncateFullyAndStartAt(l.logStart); err != nil {
 			return l.logEnd, err
@@ -1378,23 +1419,24 @@ func (l *Log) checkInvariants() {
 }
 
 // CheckConsistency walks the whole index and asserts its invariants:
-// offsets contiguous and increasing across batches and segments, positions
-// contiguous, every entry below the log end. It costs time linear in the
+// offsets increasing across batches and segments (contiguous but where the
+// cleaner left gaps), positions contiguous, every entry below the log end. It costs time linear in the
 // number of batches; tests and the simulator's slow checks call it.
 func (l *Log) CheckConsistency() {
 	l.checkInvariants()
 	next := l.segments[0].base
 	for i, s := range l.segments {
-		if !(s.base == next) {
+		if !l.follows(s.base, next) {
 			fail("%s: segment %d starts at %d, previous ended at %d", l.name, i, s.base, next)
 		}
-		if !(i == len(l.segments)-1 || len(s.batches) > 0) {
+		if !(i == len(l.segments)-1 || len(s.batches) > 0 || l.gapsAllowed()) {
 			fail("%s: empty segment %d is not the last", l.name, s.base)
 		}
+		next = s.base
 		var pos int64
 		for k := range s.batches {
 			e := &s.batches[k]
-			if !(e.base == next) {
+			if !l.follows(e.base, next) {
 				fail("%s: batch at %d, expected %d", l.name, e.base, next)
 			}
 			if !(e.last >= e.base && e.last < l.logEnd) {

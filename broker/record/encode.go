@@ -1,7 +1,6 @@
 package record
 
 import (
-	"encoding/binary"
 	"math"
 )
 
@@ -36,23 +35,9 @@ func Encode(h BatchHeader, records []Record) (Batch, error) {
 	} else if len(records) > 0 {
 		maxTimestamp = h.FirstTimestamp + maxDelta
 	}
-	b := make(Batch, BatchHeaderSize, size)
-	be := binary.BigEndian
-	be.PutUint64(b[offsetBaseOffset:], uint64(h.BaseOffset))
-	be.PutUint32(b[offsetLength:], uint32(size-LogOverhead))
-	be.PutUint32(b[offsetLeaderEpoch:], uint32(h.PartitionLeaderEpoch))
-	b[offsetMagic] = byte(Magic)
-	be.PutUint16(b[offsetAttributes:], uint16(h.Attributes))
-	be.PutUint32(b[offsetLastOffsetDelta:], uint32(max(len(records)-1, 0)))
-	be.PutUint64(b[offsetFirstTimestamp:], uint64(h.FirstTimestamp))
-	be.PutUint64(b[offsetMaxTimestamp:], uint64(maxTimestamp))
-	be.PutUint64(b[offsetProducerID:], uint64(h.ProducerID))
-	be.PutUint16(b[offsetProducerEpoch:], uint16(h.ProducerEpoch))
-	be.PutUint32(b[offsetBaseSequence:], uint32(h.BaseSequence))
-	be.PutUint32(b[offsetRecordCount:], uint32(len(records)))
-	b = append(b, body...)
-	be.PutUint32(b[offsetCRC:], b.ComputeCRC())
-	return b, nil
+	h.LastOffsetDelta = int32(max(len(records)-1, 0))
+	h.MaxTimestamp = maxTimestamp
+	return writeBatch(h, int32(len(records)), body), nil
 }
 
 // NewHeader returns a header for a batch from a producer without
