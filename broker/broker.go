@@ -72,9 +72,11 @@ type Broker struct {
 	// topicSettings caches each topic's honoured configs for the published
 	// image (topic_configs.go); publishing a new image clears it.
 	topicSettings map[string]config.TopicSettings
-	topicNames    map[[16]byte]string // by topic id, for Fetch v13+ (rebuilt per publish)
-	autoCreating  map[string]bool     // topics being created for a Metadata request (auto_create.go)
-	fetchers      map[int32]*fetcher  // replica fetchers, by leader id
+	// cleanerRunning: the log cleaner's tick is scheduled (cleaner.go).
+	cleanerRunning bool
+	topicNames     map[[16]byte]string // by topic id, for Fetch v13+ (rebuilt per publish)
+	autoCreating   map[string]bool     // topics being created for a Metadata request (auto_create.go)
+	fetchers       map[int32]*fetcher  // replica fetchers, by leader id
 
 	producerIDs producerIDBlock
 	// The two coordinators, side by side as Kafka's KafkaApis holds them,
@@ -241,6 +243,7 @@ func (b *Broker) applyPartition(ps metadata.Partition, topicID [16]byte) error {
 	} else if err := b.reconfigure(p); err != nil {
 		return err
 	}
+	b.maybeStartCleaner(p)
 	cur := p.r.Assignment()
 	newer := ps.LeaderEpoch > cur.LeaderEpoch || (ps.LeaderEpoch == cur.LeaderEpoch && ps.PartitionEpoch > cur.PartitionEpoch) || p.r.Role() == replica.None
 	if !newer {

@@ -130,13 +130,18 @@ func (c *cluster) produce(broker int, tp metadata.TopicPartition, acks int16, va
 	for _, v := range values {
 		vs = append(vs, []byte(v))
 	}
+	return c.produceBatch(broker, tp, acks, record.Values(c.w.Now().UnixMilli(), vs...))
+}
+
+// produceBatch sends one batch, as it is, to a partition.
+func (c *cluster) produceBatch(broker int, tp metadata.TopicPartition, acks int16, batch []byte) *kmsg.ProduceResponseTopicPartition {
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = acks, 5000
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = tp.Topic
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Partition = tp.Partition
-	rp.Records = record.Values(c.w.Now().UnixMilli(), vs...)
+	rp.Records = batch
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	resp, err := c.call(c.brokers[broker], req)

@@ -11,3 +11,14 @@ func (b *Broker) SetProducerEpochForTest(id string, epoch int16) bool {
 	t.ProducerEpoch = epoch
 	return true
 }
+
+// CleanerCheckpointForTest is where the next cleaner round of this
+// broker's replica of topic/partition starts (-1 if it has none).
+func (b *Broker) CleanerCheckpointForTest(topic string, partition int32) int64 {
+	for tp, p := range b.partitions {
+		if tp.Topic == topic && tp.Partition == partition {
+			return p.log.CleanerCheckpoint()
+		}
+	}
+	return -1
+}

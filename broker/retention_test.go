@@ -58,7 +58,8 @@ func TestRetentionMsDeletesOldSegmentsUnlessTheTopicIsCompacted(t *testing.T) {
 		p := orders
 		p.Topic = tp.name
 		for i := range 30 {
-			require.Zero(t, c.produce(tp.l, p, -1, fmt.Sprintf("value-%03d-%s", i, string(make([]byte, 100)))).ErrorCode)
+			v := fmt.Sprintf("value-%03d-%s", i, string(make([]byte, 100)))
+			require.Zero(t, c.produceBatch(tp.l, p, -1, keyedBatch(c.w.Now().UnixMilli(), fmt.Sprint("k", i), v)).ErrorCode)
 		}
 	}
 	require.NoError(t, c.w.RunFor(2*time.Second))

@@ -48,6 +48,7 @@ func (b *Broker) logConfig(tp metadata.TopicPartition) log.Config {
 		FlushIntervalMessages:    s.FlushMessages,
 		MessageBytesMax:          max(s.MaxMessageBytes, 1), // 0 admits no batch, as in Kafka; the log's 0 would mean no limit
 		KIP360ProducerIDRecovery: true,
+		Compact:                  s.CleanupCompact && !metadata.Internal(tp.Topic),
 		Defects:                  b.cfg.Defects,
 	}
 }

@@ -133,6 +133,12 @@ const (
 
 // Storage.
 const (
+	// CompactionRemovedRecords: a log cleaner round removed records
+	// superseded by a later record of the same key.
+	CompactionRemovedRecords = "compaction-removed-records"
+	// TombstoneRemoved: a log cleaner round removed a tombstone past its
+	// delete horizon (delete.retention.ms).
+	TombstoneRemoved = "tombstone-removed"
 	// PowerLossDroppedUnsynced: a node lost power with bytes not yet synced
 	// to its disk, and they are gone.
 	PowerLossDroppedUnsynced = "power-loss-dropped-unsynced"
@@ -188,6 +194,8 @@ var Catalogue = []Info{
 	{StaticMemberReplaced, "broker", "a static member's new incarnation took its place in the group"},
 	{StaticMemberFenced, "broker", "an older incarnation of a static member was told FENCED_INSTANCE_ID"},
 	{PowerLossDroppedUnsynced, "world", "a power loss dropped bytes not yet synced"},
+	{CompactionRemovedRecords, "broker", "the log cleaner removed records a later record of the same key superseded"},
+	{TombstoneRemoved, "broker", "the log cleaner removed a tombstone past delete.retention.ms"},
 	{CorruptBatchDetected, "broker", "a batch failing its checksum was refused or cut"},
 	{SyncFailedHalt, "broker", "a failed fsync halted the broker"},
 	{MetadataSnapshotInstalled, "controller", "a replica behind the leader's log start fetched and installed its metadata snapshot"},

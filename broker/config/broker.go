@@ -39,6 +39,7 @@ var brokerConfigs = []BrokerConfigDef{
 	{"log.retention.ms", TypeLong, "604800000", "how long a segment is kept after its newest record (-1: forever); a topic's retention.ms overrides it", func(c *Cluster) any { return &c.LogRetention }},
 	{"log.retention.bytes", TypeLong, "-1", "the size each partition's log is cut back to (-1: no limit); a topic's retention.bytes overrides it", func(c *Cluster) any { return &c.LogRetentionBytes }},
 	{"log.retention.check.interval.ms", TypeLong, "300000", "how often a leader applies retention", func(c *Cluster) any { return &c.LogRetentionCheckInterval }},
+	{"log.cleaner.backoff.ms", TypeLong, "15000", "how often the log cleaner looks for compacted logs to clean", func(c *Cluster) any { return &c.LogCleanerBackoff }},
 	{"log.segment.bytes", TypeInt, "1073741824", "size at which a log segment rolls", func(c *Cluster) any { return &c.SegmentBytes }},
 	{"message.max.bytes", TypeInt, "1048588", "largest record batch a topic accepts unless its max.message.bytes says otherwise (MESSAGE_TOO_LARGE beyond)", func(c *Cluster) any { return &c.MessageMaxBytes }},
 	{"delete.topic.enable", TypeBoolean, "true", "let DeleteTopics delete topics (false: TOPIC_DELETION_DISABLED)", func(c *Cluster) any { return &c.DeleteTopicEnable }},

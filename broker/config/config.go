@@ -73,6 +73,9 @@ type Cluster struct {
 	LogRetention              time.Duration
 	LogRetentionBytes         int64
 	LogRetentionCheckInterval time.Duration
+	// LogCleanerBackoff is log.cleaner.backoff.ms: how often each
+	// broker's cleaner looks for compacted logs to clean.
+	LogCleanerBackoff time.Duration
 	// DeleteTopicEnable is delete.topic.enable: whether DeleteTopics may
 	// delete anything.
 	DeleteTopicEnable bool
@@ -130,6 +133,7 @@ func Default() Cluster {
 		LogRetention:                              7 * 24 * time.Hour,
 		LogRetentionBytes:                         -1,
 		LogRetentionCheckInterval:                 5 * time.Second, // Kafka: 5 min
+		LogCleanerBackoff:                         2 * time.Second, // Kafka: 15 s
 		AutoCreateTopicsEnable:                    true,
 		OffsetsTopicPartitions:                    4, // Kafka: 50
 		OffsetsTopicReplicationFactor:             3,
@@ -165,6 +169,8 @@ func (c Cluster) Validate() error {
 		return fmt.Errorf("internal topics need at least one partition")
 	case c.LogRetentionCheckInterval <= 0:
 		return fmt.Errorf("log.retention.check.interval.ms %v <= 0", c.LogRetentionCheckInterval)
+	case c.LogCleanerBackoff <= 0:
+		return fmt.Errorf("log.cleaner.backoff.ms %v <= 0", c.LogCleanerBackoff)
 	case c.NumPartitions < 1:
 		return fmt.Errorf("num.partitions %d < 1", c.NumPartitions)
 	case c.DefaultReplicationFactor < 1 || c.OffsetsTopicReplicationFactor < 1 || c.TransactionTopicReplicationFactor < 1:

@@ -57,11 +57,11 @@ const longMax = "9223372036854775807"
 // topicConfigs is the table, by name.
 var topicConfigs = []TopicConfigDef{
 	{Name: "cleanup.policy", Synonym: "log.cleanup.policy", Type: TypeList, KafkaDefault: "delete", valid: oneOfList("compact", "delete"), Honoured: true,
-		Doc: "delete: retention.ms and retention.bytes apply; compact alone: they do not (kafkasim: the log cleaner that compacts is not modelled yet)"},
+		Doc: "delete: retention.ms and retention.bytes apply; compact: the log cleaner keeps each key's latest record (a record without a key is refused); both: both"},
 	{Name: "compression.type", Synonym: "compression.type", Type: TypeString, KafkaDefault: "producer", valid: oneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
 		Doc: "the codec the broker stores batches in; batches are kept as the producer compressed them"},
-	{Name: "delete.retention.ms", Synonym: "log.cleaner.delete.retention.ms", Type: TypeLong, KafkaDefault: "86400000", valid: longAtLeast(0),
-		Doc: "how long tombstones are kept in a compacted topic"},
+	{Name: "delete.retention.ms", Synonym: "log.cleaner.delete.retention.ms", Type: TypeLong, KafkaDefault: "86400000", valid: longAtLeast(0), Honoured: true,
+		Doc: "how long tombstones (and markers of transactions that left no records) stay after the cleaner first keeps them"},
 	{Name: "file.delete.delay.ms", Synonym: "log.segment.delete.delay.ms", Type: TypeLong, KafkaDefault: "60000", valid: longAtLeast(0),
 		Doc: "how long a deleted segment's file stays before removal"},
 	{Name: "flush.messages", Synonym: "log.flush.interval.messages", Type: TypeLong, KafkaDefault: longMax, valid: longAtLeast(1), Honoured: true,
@@ -87,9 +87,9 @@ var topicConfigs = []TopicConfigDef{
 		Doc: "how far behind the broker's clock a CreateTime timestamp may be"},
 	{Name: "message.timestamp.type", Synonym: "log.message.timestamp.type", Type: TypeString, KafkaDefault: "CreateTime", valid: oneOf("CreateTime", "LogAppendTime"), Honoured: true,
 		Doc: "CreateTime keeps the producer's timestamps; LogAppendTime stamps each batch with the leader's clock when appended"},
-	{Name: "min.cleanable.dirty.ratio", Synonym: "log.cleaner.min.cleanable.ratio", Type: TypeDouble, KafkaDefault: "0.5", valid: doubleBetween(0, 1),
+	{Name: "min.cleanable.dirty.ratio", Synonym: "log.cleaner.min.cleanable.ratio", Type: TypeDouble, KafkaDefault: "0.5", valid: doubleBetween(0, 1), Honoured: true,
 		Doc: "the dirty share of a log that makes it eligible for compaction"},
-	{Name: "min.compaction.lag.ms", Synonym: "log.cleaner.min.compaction.lag.ms", Type: TypeLong, KafkaDefault: "0", valid: longAtLeast(0),
+	{Name: "min.compaction.lag.ms", Synonym: "log.cleaner.min.compaction.lag.ms", Type: TypeLong, KafkaDefault: "0", valid: longAtLeast(0), Honoured: true,
 		Doc: "shortest a message stays uncompacted"},
 	{Name: "min.insync.replicas", Synonym: "min.insync.replicas", Type: TypeInt, KafkaDefault: "1", valid: intAtLeast(1), Honoured: true,
 		Cluster: func(c Cluster) string { return strconv.Itoa(c.MinInsyncReplicas) },
@@ -168,6 +168,10 @@ type TopicSettings struct {
 	RetentionMs           int64 // -1: forever
 	RetentionBytes        int64 // negative: no limit
 	CleanupDelete         bool  // cleanup.policy holds delete: retention applies
+	CleanupCompact        bool  // cleanup.policy holds compact: the cleaner runs
+	DeleteRetentionMs     int64 // delete.retention.ms
+	MinCompactionLagMs    int64 // min.compaction.lag.ms
+	MinCleanableRatio     float64
 }
 
 // Settings is the honoured configs of a topic with the given overrides
@@ -182,6 +186,8 @@ func (c Cluster) Settings(overrides map[string]string) TopicSettings {
 		RetentionMs:           c.LogRetention.Milliseconds(),
 		RetentionBytes:        c.LogRetentionBytes,
 		CleanupDelete:         true,
+		DeleteRetentionMs:     86_400_000,
+		MinCleanableRatio:     0.5,
 	}
 	if c.LogRetention < 0 {
 		s.RetentionMs = -1
@@ -212,7 +218,22 @@ func (c Cluster) Settings(overrides map[string]string) TopicSettings {
 		s.SegmentBytes = num("segment.bytes")
 	}
 	if v, ok := overrides["cleanup.policy"]; ok {
-		s.CleanupDelete = slices.Contains(strings.Split(strings.ReplaceAll(v, " ", ""), ","), "delete")
+		policies := strings.Split(strings.ReplaceAll(v, " ", ""), ",")
+		s.CleanupDelete = slices.Contains(policies, "delete")
+		s.CleanupCompact = slices.Contains(policies, "compact")
+	}
+	if _, ok := overrides["delete.retention.ms"]; ok {
+		s.DeleteRetentionMs = num("delete.retention.ms")
+	}
+	if _, ok := overrides["min.compaction.lag.ms"]; ok {
+		s.MinCompactionLagMs = num("min.compaction.lag.ms")
+	}
+	if v, ok := overrides["min.cleanable.dirty.ratio"]; ok {
+		r, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			panic(fmt.Sprintf("config: override min.cleanable.dirty.ratio=%q does not parse: %v", v, err))
+		}
+		s.MinCleanableRatio = r
 	}
 	if _, ok := overrides["retention.ms"]; ok {
 		s.RetentionMs = num("retention.ms")

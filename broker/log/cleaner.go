@@ -52,6 +52,21 @@ import (
 // in-memory producer state as it is, as Kafka does, but a reopened log
 // rebuilds it from the batches the cleaner left.
 
+// requireKeys is LogValidator.validateKey: a compacted topic refuses a
+// record without a key (INVALID_RECORD).
+func requireKeys(b record.Batch) error {
+	recs, err := b.DecodeRecords()
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if r.Key == nil {
+			return fmt.Errorf("compacted topic cannot accept a record without a key (offset delta %d): %w", r.OffsetDelta, ErrInvalidRecord)
+		}
+	}
+	return nil
+}
+
 // CleanerConfig is a compacted topic's cleaning knobs.
 type CleanerConfig struct {
 	// DeleteRetentionMs is delete.retention.ms: how long a tombstone (and

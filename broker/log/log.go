@@ -692,6 +692,11 @@ func (l *Log) AppendAsLeader(records []byte, leaderEpoch int32) (AppendResult, e
 	if b.IsTransactional() && !b.HasProducerID() {
 		return AppendResult{}, fmt.Errorf("log %s: transactional batch without a producer id: %w", l.name, ErrInvalidRecord)
 	}
+	if l.cfg.Compact {
+		if err := requireKeys(b); err != nil {
+			return AppendResult{}, fmt.Errorf("log %s: %w", l.name, err)
+		}
+	}
 	if err := l.checkLeaderEpoch(leaderEpoch); err != nil {
 		return AppendResult{}, err
 	}
