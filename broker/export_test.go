@@ -22,3 +22,14 @@ func (b *Broker) CleanerCheckpointForTest(topic string, partition int32) int64 {
 	}
 	return -1
 }
+
+// SegmentsForTest lists the base offsets of this broker's segments of
+// topic/partition.
+func (b *Broker) SegmentsForTest(topic string, partition int32) []int64 {
+	for tp, p := range b.partitions {
+		if tp.Topic == topic && tp.Partition == partition {
+			return p.log.SegmentBaseOffsets()
+		}
+	}
+	return nil
+}

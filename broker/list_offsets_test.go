@@ -31,7 +31,9 @@ func (c *cluster) listOffset(broker int, ts int64) kmsg.ListOffsetsResponseTopic
 // and latest-tiered as Kafka answers them without tiered storage.
 func TestListOffsetsFindsRecordsByTimestamp(t *testing.T) {
 	c := newCluster(t, 91, 3, config.Default())
-	c.createTopic("orders", 1, 3)
+	// Timestamps from 1970: past any retention.ms but forever.
+	require.Zero(t, c.createTopicWith("orders", 1, 3, "retention.ms", "-1").ErrorCode)
+	require.NoError(t, c.w.RunFor(time.Second))
 	leader := c.leaderOf(orders)
 	produce := func(first int64, deltas ...int64) {
 		req := kmsg.NewPtrProduceRequest()

@@ -68,7 +68,12 @@ func TestRetentionMsDeletesOldSegmentsUnlessTheTopicIsCompacted(t *testing.T) {
 	require.NoError(t, c.w.RunFor(8*time.Second))
 	s, _ = c.broker(c.leaderOf(orders)).Partition(orders)
 	require.Positive(t, s.LogStartOffset, "older than retention.ms")
-	require.Less(t, s.LogStartOffset, int64(30), "the active segment stays")
+	require.Equal(t, int64(30), s.LogStartOffset, "every record expired: the active segment is rolled and goes too")
+	for i := range 3 {
+		segs := c.broker(i).SegmentsForTest("orders", 0)
+		require.Len(t, segs, 1, "broker %d removed the segments below its log start", i)
+		require.Equal(t, int64(30), segs[0])
+	}
 	ts, _ := c.broker(c.leaderOf(table)).Partition(table)
 	require.Zero(t, ts.LogStartOffset, "cleanup.policy=compact: no retention")
 }

@@ -8,12 +8,19 @@ package log
 // retentionBytes without them (retentionBytes < 0: none). Only segments
 // wholly below the high watermark hw go, and never the active one (Kafka
 // rolls the active segment to delete it; here it stays until it rolls by
-// size). The result is the base of the first segment kept, at least the
-// log start; the caller moves the start there (IncrementLogStartOffset,
-// then DeleteSegmentsBelow).
+// wholly below the high watermark hw go; the active segment goes too once
+// it holds records, all of them past retention, and the high watermark has
+// reached the log end (Kafka's deletableSegments; it rolls a new active
+// segment first: DeleteSegmentsBelow does). The result is the base of the
+// first segment kept — the log end if none is — at least the log start;
+// the caller moves the start there (IncrementLogStartOffset, then
+// DeleteSegmentsBelow).
 func (l *Log) RetentionStart(nowMs, retentionMs, retentionBytes, hw int64) int64 {
 	k := 0 // segments [0, k) go
 	deletable := func(i int) bool {
+		if i+1 == len(l.segments) {
+			return len(l.segments[i].batches) > 0 && hw >= l.logEnd
+		}
 		return i+1 < len(l.segments) && l.segments[i+1].base <= hw
 	}
 	if retentionMs >= 0 {
@@ -31,8 +38,11 @@ func (l *Log) RetentionStart(nowMs, retentionMs, retentionBytes, hw int64) int64
 			k++
 		}
 	}
-	if k == 0 || k >= len(l.segments) {
+	if k == 0 {
 		return l.logStart
+	}
+	if k >= len(l.segments) {
+		return max(l.logStart, l.logEnd)
 	}
 	return max(l.logStart, l.segments[k].base)
 }

@@ -68,7 +68,8 @@ func (l *Log) IncrementLogStartOffset(offset int64) error {
 // begins at or below them — and returns how many it removed, as
 // UnifiedLog.deleteOldSegments does for retention and after DeleteRecords
 // (deleteLogStartOffsetBreachedSegments). The active segment is never
-// removed. The log start does not move: the caller moves it first with
+// removed; once the start has reached the log end, a non-empty active
+// segment is rolled first, so its records go too. The log start does not move: the caller moves it first with
 // IncrementLogStartOffset (Kafka's retention moves it to the next segment's
 // base as it deletes).
 //
@@ -92,6 +93,14 @@ func (l *Log) IncrementLogStartOffset(offset int64) error {
 // ErrKafkaStorage.
 func (l *Log) DeleteSegmentsBelow(offset int64) (deleted int, err error) {
 	limit := min(offset, l.logStart)
+	if limit == l.logEnd && len(l.active().batches) > 0 {
+		// Every record lies below the start: roll, so that the segment
+		// holding them is no longer the active one (Kafka's deleteSegments
+		// rolls before deleting them all).
+		if _, err := l.roll(); err != nil {
+			return 0, err
+		}
+	}
 	k := 0
 	for k+1 < len(l.segments) && l.segments[k+1].base <= limit {
 		k++
