@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// franzGoSubset is a short slice of franz-go's own pkg/kgo integration
+// tests, the ones the README's full run spends most of its time in:
+// consumer groups end to end under every balancer (eager, cooperative,
+// static members), transactional consume-transform-produce, regex
+// subscriptions, partitions added under a consumer, and MESSAGE_TOO_LARGE.
+const franzGoSubset = "^(TestGroupETL|TestTxnEtl|TestConsumeRegex|TestAddRemovePartitions|TestClient_ProduceLargeMessages|TestIssue325)$"
+
+// TestFranzGosOwnIntegrationTestsPassAgainstTheCluster runs franzGoSubset
+// from the module cache (the franz-go this module requires), copied to a
+// temporary directory, against a 3-controller, 3-broker cluster on
+// loopback — tests written by franz-go's author against Apache Kafka. The
+// README's "franz-go's own integration tests" runs them all.
+func TestFranzGosOwnIntegrationTestsPassAgainstTheCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real mode: builds kafkasim and franz-go's tests and runs a 6-process cluster")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool")
+	}
+	out, err := exec.Command(goBin, "list", "-m", "-f", "{{.Dir}}", "github.com/twmb/franz-go").Output()
+	src := strings.TrimSpace(string(out))
+	if err != nil || src == "" {
+		t.Skipf("franz-go is not in the module cache: %v", err)
+	}
+	dir := filepath.Join(t.TempDir(), "franz-go")
+	if err := copyTree(src, dir); err != nil {
+		t.Fatal(err)
+	}
+	bin := buildKafkasim(t)
+	c := startRealCluster(t, bin, 3, "--min.insync.replicas", "2")
+	defer c.shutdown()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, goBin, "test", "-count=1", "-v", "-run", franzGoSubset, "./")
+	cmd.Dir = filepath.Join(dir, "pkg", "kgo")
+	cmd.Env = append(os.Environ(),
+		"KGO_SEEDS="+strings.Join(c.addrs(), ","), "KGO_TEST_RF=3", "KGO_TEST_RECORDS=2000",
+		"GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+	got, err := cmd.CombinedOutput()
+	report := string(got)
+	passed := regexp.MustCompile(`(?m)^--- PASS: (\w+)`).FindAllStringSubmatch(report, -1)
+	failed := regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`).FindAllStringSubmatch(report, -1)
+	if err != nil || len(failed) > 0 {
+		tail := report
+		if len(tail) > 8000 {
+			tail = tail[len(tail)-8000:]
+		}
+		t.Fatalf("franz-go's tests failed (%v): %d failures\n%s", err, len(failed), tail)
+	}
+	var names []string
+	for _, m := range passed {
+		names = append(names, m[1])
+	}
+	if len(names) != 6 {
+		t.Fatalf("expected the 6 tests of %s to pass, passed: %v\n%s", franzGoSubset, names, report)
+	}
+	t.Logf("franz-go's own tests passed: %v", names)
+}
+
+// copyTree copies a directory tree, making everything writable (the
+// module cache is read-only, and go test writes nothing there but the
+// copy must be a module it may build in).
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		to := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(to, 0o755)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(to, data, 0o644)
+	})
+}
