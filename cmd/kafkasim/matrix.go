@@ -130,6 +130,7 @@ func runMatrix(args []string, stdout, stderr io.Writer) int {
 	only := fs.String("scenarios", "", "comma-separated scenario names (default: all)")
 	claimsOnly := fs.Bool("claims", false, "only the claims, no weak twins (the nightly run)")
 	shardFlag := fs.String("shard", "1/1", "this shard I of N: runs the seeds s with s mod N == I-1")
+	junit := fs.String("junit", "", "also write the results as JUnit XML to this file (a test case per scenario)")
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
@@ -196,6 +197,10 @@ func runMatrix(args []string, stdout, stderr io.Writer) int {
 	})
 	exit := exitOK
 	var weak []string
+	suite := junitSuite{Name: fmt.Sprintf("kafkasim matrix, %d seeds", *seeds)}
+	if sn > 1 {
+		suite.Name += fmt.Sprintf(", shard %d/%d", si, sn)
+	}
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
 	if !*asJSON {
 		fmt.Fprintln(tw, "SCENARIO\tFAULTS\tCLAIMS\tCHECKS\tOBSERVED\tACKED MEDIAN/P10\tRESULT\tFIRST FAILING SEED")
@@ -206,6 +211,7 @@ func runMatrix(args []string, stdout, stderr io.Writer) int {
 		if !rw.Pass {
 			exit = exitViolation
 		}
+		suite.add(matrixCase(rw))
 		if w := rw.weak(); w != "" {
 			weak = append(weak, rw.Scenario+": "+w)
 		}
@@ -222,6 +228,10 @@ func runMatrix(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.2f/%.2f\t%s\t%s\n", rw.Scenario, rw.Faults, rw.Claims, checks, rw.Observed, rw.AckMedian, rw.AckP10, rw.Result, first)
 	}
 	tw.Flush()
+	if err := writeJUnit(*junit, suite); err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitBadInput
+	}
 	if *asJSON {
 		return exit
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -48,6 +49,7 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 	shardFlag := fs.String("shard", "1/1", "this shard I of N: runs the seeds s with s mod N == I-1")
 	asJSON := fs.Bool("json", false, "JSON lines even on a terminal")
 	parallel := fs.Int("parallel", 0, "worlds run at once (0: GOMAXPROCS)")
+	junit := fs.String("junit", "", "also write the results as JUnit XML to this file (a test case per seed)")
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
@@ -88,11 +90,13 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 	}
 	var st stats
 	var failing []string
+	cases := map[uint64]junitCase{}
 	runJobs(seeds, *parallel, func(o outcome) {
 		if bar != nil {
 			_ = bar.Add(1)
 		}
 		line := repro(sf, o.seed, "", 0)
+		cases[o.seed] = sweepCase(s, o, line)
 		if o.err != nil {
 			st.errors++
 			if !terminal {
@@ -110,6 +114,14 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout, string(b))
 		}
 	})
+	suite := junitSuite{Name: fmt.Sprintf("kafkasim sweep %s, seeds %s", s.Name, *seedsFlag)}
+	for _, seed := range slices.Sorted(maps.Keys(cases)) {
+		suite.add(cases[seed])
+	}
+	if err := writeJUnit(*junit, suite); err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitBadInput
+	}
 	if terminal {
 		for _, f := range failing {
 			fmt.Fprintln(stdout, f)
