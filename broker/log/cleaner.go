@@ -1,11 +1,13 @@
 package log
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/kafkasim/kafkasim/broker/record"
+	"github.com/kafkasim/kafkasim/env"
 )
 
 // The log cleaner of a compacted topic (cleanup.policy=compact), as Kafka's
@@ -103,12 +105,11 @@ func (l *Log) cleanerCheckpointName() string { return l.dir + "/" + cleanerCheck
 // log start.
 func (l *Log) firstDirtyOffset() (int64, error) {
 	lines, ok, err := readCheckpoint(l.disk, l.cleanerCheckpointName())
-	if err != nil && !isNotExist(err) {
-		if strings.Contains(err.Error(), cleanerCheckpointFile) {
-			ok = false // unreadable as a checkpoint: clean from the start
-		} else {
-			return 0, l.storageErr("read cleaner checkpoint", err)
-		}
+	switch {
+	case errors.Is(err, env.ErrIO):
+		return 0, l.storageErr("read cleaner checkpoint", err)
+	case err != nil:
+		ok = false // damaged: clean from the log start, as Kafka does with a bad checkpoint
 	}
 	off := l.logStart
 	if ok && len(lines) == 1 {
