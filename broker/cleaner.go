@@ -34,12 +34,12 @@ func (b *Broker) maybeStartCleaner(p *partition) {
 
 func (b *Broker) cleanerTick() {
 	now := b.e.WallClock().UnixMilli()
-	any := false
+	compacting := false
 	for _, p := range b.sortedPartitions() {
 		if !p.log.Config().Compact {
 			continue
 		}
-		any = true
+		compacting = true
 		s := b.settings(p.tp.Topic)
 		c := log.CleanerConfig{DeleteRetentionMs: s.DeleteRetentionMs, MinCompactionLagMs: s.MinCompactionLagMs, MinCleanableDirtyRatio: s.MinCleanableRatio}
 		res, err := p.log.Clean(now, p.highWatermark(), c)
@@ -64,7 +64,7 @@ func (b *Broker) cleanerTick() {
 			b.e.Probe(probe.TombstoneRemoved, p.tp.String())
 		}
 	}
-	if !any {
+	if !compacting {
 		b.cleanerRunning = false
 		return
 	}

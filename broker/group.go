@@ -466,22 +466,7 @@ func (c *groupCoordinator) replaceStaticMember(g *group, old *member, id string,
 // instance, subscription, assignment, join order and leadership; the
 // requests parked under its old id are told FENCED_INSTANCE_ID.
 func (c *groupCoordinator) swapMemberID(g *group, m *member, id string) *member {
-	if m.heartbeatTimer != 0 {
-		c.b.e.Cancel(m.heartbeatTimer)
-		m.heartbeatTimer = 0
-	}
-	if m.join != nil {
-		resp := kmsg.NewPtrJoinGroupResponse()
-		resp.ErrorCode, resp.Generation, resp.MemberID = kerr.FencedInstanceID.Code, -1, m.id
-		c.b.respond(m.join.r, resp)
-		m.join = nil
-	}
-	if m.sync != nil {
-		resp := kmsg.NewPtrSyncGroupResponse()
-		resp.ErrorCode = kerr.FencedInstanceID.Code
-		c.b.respond(m.sync.r, resp)
-		m.sync = nil
-	}
+	c.releaseMember(m, kerr.FencedInstanceID.Code)
 	delete(g.members, m.id)
 	delete(g.pendingSync, m.id)
 	n := &member{id: id, instanceID: m.instanceID, clientID: m.clientID, clientHost: m.clientHost,
@@ -698,24 +683,31 @@ func (c *groupCoordinator) scheduleHeartbeat(g *group, m *member) {
 	})
 }
 
-// removeMember takes m out of g; parked requests are told it is unknown.
-func (c *groupCoordinator) removeMember(g *group, m *member) {
+// releaseMember stops m's session clock and answers its parked join and
+// sync with code: it is gone (UNKNOWN_MEMBER_ID), replaced by a newer
+// incarnation (FENCED_INSTANCE_ID), or its group moved (NOT_COORDINATOR).
+func (c *groupCoordinator) releaseMember(m *member, code int16) {
 	if m.heartbeatTimer != 0 {
 		c.b.e.Cancel(m.heartbeatTimer)
 		m.heartbeatTimer = 0
 	}
 	if m.join != nil {
 		resp := kmsg.NewPtrJoinGroupResponse()
-		resp.ErrorCode, resp.Generation, resp.MemberID = kerr.UnknownMemberID.Code, -1, m.id
+		resp.ErrorCode, resp.Generation, resp.MemberID = code, -1, m.id
 		c.b.respond(m.join.r, resp)
 		m.join = nil
 	}
 	if m.sync != nil {
 		resp := kmsg.NewPtrSyncGroupResponse()
-		resp.ErrorCode = kerr.UnknownMemberID.Code
+		resp.ErrorCode = code
 		c.b.respond(m.sync.r, resp)
 		m.sync = nil
 	}
+}
+
+// removeMember takes m out of g; parked requests are told it is unknown.
+func (c *groupCoordinator) removeMember(g *group, m *member) {
+	c.releaseMember(m, kerr.UnknownMemberID.Code)
 	delete(g.members, m.id)
 	delete(g.pendingSync, m.id)
 	if m.instanceID != "" && g.staticMembers[m.instanceID] == m.id {

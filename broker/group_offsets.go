@@ -349,20 +349,6 @@ func (c *groupCoordinator) unloadGroup(g *group) {
 		e.Cancel(g.pendingMembers[id])
 	}
 	for _, m := range g.sortedMembers() {
-		if m.heartbeatTimer != 0 {
-			e.Cancel(m.heartbeatTimer)
-		}
-		if m.join != nil {
-			resp := kmsg.NewPtrJoinGroupResponse()
-			resp.ErrorCode, resp.Generation, resp.MemberID = kerr.NotCoordinator.Code, -1, m.id
-			c.b.respond(m.join.r, resp)
-			m.join = nil
-		}
-		if m.sync != nil {
-			resp := kmsg.NewPtrSyncGroupResponse()
-			resp.ErrorCode = kerr.NotCoordinator.Code
-			c.b.respond(m.sync.r, resp)
-			m.sync = nil
-		}
+		c.releaseMember(m, kerr.NotCoordinator.Code)
 	}
 }

@@ -28,6 +28,21 @@ func (m *consumer) restart(name string) *consumer {
 	return m.c.static(name, m.group, m.instance)
 }
 
+// twoStatic makes static members a (the leader) and b a group in
+// generation 2, both joined; what they sync is the story's.
+func (c *cluster) twoStatic(t *testing.T) (a, b *consumer) {
+	a, b = c.static("consumer-a", "etl", "host-a"), c.static("consumer-b", "etl", "host-b")
+	a.session, b.session = 20*time.Second, 20*time.Second
+	a.joinAlone(t)
+	require.Contains(t, a.id, "host-a-", "a static member's id starts with its instance id")
+	joinB := b.startJoin()
+	require.Equal(t, kerr.RebalanceInProgress.Code, a.heartbeat())
+	require.Zero(t, a.finishJoin(a.startJoin()))
+	require.Zero(t, b.finishJoin(joinB))
+	require.Equal(t, int32(2), b.generation)
+	return a, b
+}
+
 func (m *consumer) leave(members ...kmsg.LeaveGroupRequestMember) []kmsg.LeaveGroupResponseMember {
 	req := kmsg.NewPtrLeaveGroupRequest()
 	req.Group, req.Members = m.group, members
@@ -37,14 +52,7 @@ func (m *consumer) leave(members ...kmsg.LeaveGroupRequestMember) []kmsg.LeaveGr
 func TestStaticMemberRestartKeepsItsAssignmentWithoutARebalance(t *testing.T) {
 	c := newCluster(t, 41, 3, config.Default())
 	c.createTopic("orders", 2, 3)
-	a, b := c.static("consumer-a", "etl", "host-a"), c.static("consumer-b", "etl", "host-b")
-	a.session, b.session = 20*time.Second, 20*time.Second
-	a.joinAlone(t)
-	require.Contains(t, a.id, "host-a-", "a static member's id starts with its instance id")
-	joinB := b.startJoin()
-	require.Equal(t, kerr.RebalanceInProgress.Code, a.heartbeat())
-	require.Zero(t, a.finishJoin(a.startJoin()))
-	require.Zero(t, b.finishJoin(joinB))
+	a, b := c.twoStatic(t)
 	syncB := b.syncSend(nil)
 	code, _ := a.sync(map[string]string{a.id: "orders/0", b.id: "orders/1"})
 	require.Zero(t, code)
@@ -96,13 +104,7 @@ func TestStaticLeaderRestartIsToldToSkipTheAssignment(t *testing.T) {
 func TestStaticMemberRejoiningWhileTheLeaderAssignsForcesARebalance(t *testing.T) {
 	c := newCluster(t, 43, 3, config.Default())
 	c.createTopic("orders", 2, 3)
-	a, b := c.static("consumer-a", "etl", "host-a"), c.static("consumer-b", "etl", "host-b")
-	a.session, b.session = 20*time.Second, 20*time.Second
-	a.joinAlone(t)
-	joinB := b.startJoin()
-	require.Equal(t, kerr.RebalanceInProgress.Code, a.heartbeat())
-	require.Zero(t, a.finishJoin(a.startJoin()))
-	require.Zero(t, b.finishJoin(joinB))
+	a, b := c.twoStatic(t)
 	syncB := b.syncSend(nil) // parked: the leader has not assigned yet
 
 	// b restarts before the leader's SyncGroup: the leader may be assigning

@@ -1,8 +1,10 @@
 package log
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -269,11 +271,7 @@ func (l *Log) abortedBetween(from, to int64) []AbortedTxn {
 	}
 	// l.producers.aborted is in marker order; the cleaner consumes them
 	// by first offset.
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j].FirstOffset < out[j-1].FirstOffset; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	slices.SortStableFunc(out, func(x, y AbortedTxn) int { return cmp.Compare(x.FirstOffset, y.FirstOffset) })
 	return out
 }
 

@@ -3,7 +3,7 @@ package log_test
 import (
 	"errors"
 	"fmt"
-	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -95,7 +95,7 @@ func latest(t tb, l *log.Log) map[string]string {
 		if _, err := fmt.Sscanf(e, "%d:%s", &off, &kv); err != nil {
 			continue
 		}
-		k, v, ok := cut(kv, "=")
+		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
 			continue
 		}
@@ -106,15 +106,6 @@ func latest(t tb, l *log.Log) map[string]string {
 		}
 	}
 	return m
-}
-
-func cut(s, sep string) (string, string, bool) {
-	for i := 0; i+len(sep) <= len(s); i++ {
-		if s[i:i+len(sep)] == sep {
-			return s[:i], s[i+len(sep):], true
-		}
-	}
-	return s, "", false
 }
 
 func TestCleanerKeepsTheLatestValueOfEachKeyAtItsOffset(t *testing.T) {
@@ -360,8 +351,7 @@ func TestNoCrashOrPowerLossDuringARoundLosesTheLatestValueOfAKey(t *testing.T) {
 		require.NoError(rt, err)
 		l2.CheckConsistency()
 		require.Equal(rt, want, latest(rt, l2))
-		_ = res
-		require.True(rt, slices.IsSorted(l2.SegmentBaseOffsets()))
+		require.True(rt, res.Cleaned || res.End <= res.FirstDirty, "a round that cleaned nothing had nothing dirty")
 	})
 }
 
