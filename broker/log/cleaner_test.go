@@ -376,3 +376,32 @@ func TestACompactedFollowerCopiesItsLeadersGaps(t *testing.T) {
 	_, err = strict.AppendAsFollower(data)
 	require.ErrorIs(t, err, log.ErrUnexpectedAppendOffset, "a log that does not compact keeps offsets contiguous")
 }
+
+// A follower's fetch of a cleaned log can resume past a gap in a new leader
+// epoch and span segments: the epoch it assigned for a batch of a later
+// segment must not count as past the log end while the earlier segments
+// are still being written (found by compacted-latest-value@power, seed 1:
+// "epoch 2 starts at 160 past log end 159").
+func TestACompactedFollowerAppendResumingPastAGapInANewEpochSpansSegments(t *testing.T) {
+	leader := mustOpen(t, newDisk(), compactConfig())
+	appendLeader(t, leader, keyed(1000, "a", "0"), 0)
+	appendLeader(t, leader, keyed(1001, "b", "1"), 0) // superseded by 2, in epoch 1
+	appendLeader(t, leader, keyed(1002, "b", "2"), 1)
+	for i := range 8 {
+		appendLeader(t, leader, keyed(1003+int64(i), "c", fmt.Sprint(3+i)), 1)
+	}
+	res, err := leader.Clean(5000, leader.LogEndOffset(), cleaning)
+	require.NoError(t, err)
+	require.Positive(t, res.RecordsRemoved)
+	data, err := leader.Read(0, 1<<20, leader.LogEndOffset())
+	require.NoError(t, err)
+
+	cfg := compactConfig()
+	cfg.SegmentBytesMax = 1 // a segment per batch
+	follower := mustOpen(t, newDisk(), cfg)
+	_, err = follower.AppendAsFollower(data)
+	require.NoError(t, err)
+	follower.CheckConsistency()
+	require.Equal(t, entries(t, leader), entries(t, follower))
+	require.Equal(t, []log.EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 1, StartOffset: 2}}, follower.EpochEntries())
+}

@@ -879,6 +879,12 @@ func (l *Log) appendBatches(batches []record.Batch, raw []byte) error {
 		start += n
 		i = j
 	}
+	// Checked once every group is in, not per segment: the epochs of all
+	// the batches were assigned before the first group was written
+	// (assignEpochs), and a follower's batches may resume past a gap the
+	// leader's cleaner left, so an epoch can start past the end of a group
+	// written before it.
+	l.checkInvariants()
 	return nil
 }
 
@@ -952,7 +958,6 @@ func (l *Log) writeGroup(seg *segment, batches []record.Batch, raw []byte) error
 			seg.txnStale = true
 		}
 	}
-	l.checkInvariants()
 	return nil
 }
 
