@@ -405,3 +405,29 @@ func TestACompactedFollowerAppendResumingPastAGapInANewEpochSpansSegments(t *tes
 	require.Equal(t, entries(t, leader), entries(t, follower))
 	require.Equal(t, []log.EpochEntry{{Epoch: 0, StartOffset: 0}, {Epoch: 1, StartOffset: 2}}, follower.EpochEntries())
 }
+
+// A follower of a compacted topic may be told to truncate to an offset in
+// a gap the cleaner left after the last batch a segment kept, before the
+// next segment: the log then ends where that segment's batches end (found
+// by compacted-unclean-election, seed 11: "no batch holds offset 34 below
+// log end 376").
+func TestTruncatingACompactedLogIntoAGapAtASegmentsEndDropsTheLaterSegments(t *testing.T) {
+	l := mustOpen(t, newDisk(), compactConfig())
+	// Segment 0 ends with records of b that later ones supersede.
+	for i, k := range []string{"a", "b", "b", "b", "b", "b", "b", "b", "b", "b", "b", "b"} {
+		appendLeader(t, l, keyed(1000+int64(i), k, fmt.Sprint(i)), 0)
+	}
+	bases := l.SegmentBaseOffsets()
+	require.GreaterOrEqual(t, len(bases), 3, "segments %v", bases)
+	_, err := l.Clean(5000, l.LogEndOffset(), cleaning)
+	require.NoError(t, err)
+	kept := entries(t, l)
+	require.Equal(t, "0:a=0", kept[0])
+	require.NotContains(t, kept, fmt.Sprintf("%d:b=%d", bases[1]-1, bases[1]-1), "the cleaner removed segment 0's last record")
+	end, err := l.TruncateTo(bases[1] - 1)
+	require.NoError(t, err)
+	l.CheckConsistency()
+	require.Equal(t, []int64{0}, l.SegmentBaseOffsets())
+	require.Equal(t, end, l.LogEndOffset())
+	require.Equal(t, []string{"0:a=0"}, entries(t, l), "segment 0 kept a alone")
+}

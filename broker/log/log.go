@@ -1164,16 +1164,23 @@ func (l *Log) TruncateTo(offset int64) (int64, error) {
 	si := l.segmentFor(offset)
 	seg := l.segments[si]
 	k := seg.find(offset)
-	if !(k < len(seg.batches)) {
+	if !(k < len(seg.batches) || (l.cfg.Compact && si < len(l.segments)-1)) {
 		fail("%s: no batch holds offset %d below log end %d", l.name, offset, l.logEnd)
 	}
-	newEnd := seg.batches[k].base
-	if newEnd > offset {
-		// offset lies in a gap the cleaner left: the log ends where the
-		// batches kept end.
-		newEnd = seg.base
+	var newEnd, pos int64
+	if k < len(seg.batches) {
+		newEnd, pos = seg.batches[k].base, seg.batches[k].position
+	}
+	if k == len(seg.batches) || newEnd > offset {
+		// offset lies in a gap the cleaner left, inside the segment or
+		// after its last batch kept (before the next segment's): the log
+		// ends where the batches kept end.
+		newEnd, pos = seg.base, seg.size
 		if k > 0 {
 			newEnd = seg.batches[k-1].last + 1
+		}
+		if k < len(seg.batches) {
+			pos = seg.batches[k].position
 		}
 	}
 	if newEnd < l.logStart {
@@ -1182,7 +1189,6 @@ func (l *Log) TruncateTo(offset int64) (int64, error) {
 		}
 		return l.logEnd, nil
 	}
-	pos := seg.batches[k].position
 
 	// Drop later segments, last first, then cut the one holding offset.
 	for i := len(l.segments) - 1; i > si; i-- {
