@@ -2,6 +2,7 @@ package broker
 
 import (
 	"errors"
+	"github.com/kafkasim/kafkasim/broker/defect"
 
 	"github.com/kafkasim/kafkasim/broker/log"
 	"github.com/kafkasim/kafkasim/probe"
@@ -42,7 +43,11 @@ func (b *Broker) cleanerTick() {
 		compacting = true
 		s := b.settings(p.tp.Topic)
 		c := log.CleanerConfig{DeleteRetentionMs: s.DeleteRetentionMs, MinCompactionLagMs: s.MinCompactionLagMs, MinCleanableDirtyRatio: s.MinCleanableRatio}
-		res, err := p.log.Clean(now, p.highWatermark(), c)
+		bound := p.highWatermark()
+		if b.cfg.Defects.Has(defect.CleanerPastHighWatermark) {
+			bound = p.log.LogEndOffset()
+		}
+		res, err := p.log.Clean(now, bound, c)
 		var corrupt *log.CorruptionError
 		switch {
 		case errors.As(err, &corrupt):
@@ -54,6 +59,12 @@ func (b *Broker) cleanerTick() {
 			return
 		case !res.Cleaned:
 			continue
+		}
+		// The dirty section never reaches past the last stable offset, so
+		// no record goes for a later one a failover may still truncate
+		// (LogCleanerManager.cleanableOffsets).
+		if stable := p.log.LastStableOffset(p.highWatermark()); res.End > stable {
+			panic(invariantf("%s: the log cleaner cleaned up to %d, past the last stable offset %d", p.tp, res.End, stable))
 		}
 		b.e.Log("log-cleaned", "partition", p.tp.String(), "dirty-from", res.FirstDirty, "to", res.End, "segments", res.Segments,
 			"records-removed", res.RecordsRemoved, "tombstones-removed", res.TombstonesRemoved, "markers-removed", res.MarkersRemoved)

@@ -164,7 +164,7 @@ func (a *analysis) abortedRead(p *partition, pr *pair) {
 // lostWrite judges a pair no read returned, at or below the bound.
 func (a *analysis) lostWrite(p *partition, pr *pair, lost map[int32]bool) {
 	// A definite writer was acknowledged; it must also be visible.
-	if pr.valRead || !a.definite(p, pr) || (pr.txn >= 0 && !a.committed[pr.txn]) {
+	if pr.valRead || !a.definite(p, pr) || (pr.txn >= 0 && !a.committed[pr.txn]) || p.removable(pr) {
 		return
 	}
 	lost[pr.writer] = true
@@ -238,7 +238,7 @@ func (a *analysis) unseen(lost map[int32]bool) {
 			continue
 		}
 		for v := s.Value; v < s.Value+s.Count; v++ {
-			if !a.valueRead(p, v) {
+			if !a.valueRead(p, v) && !a.removableValue(p, s, v) {
 				a.rep.add("unseen", Witness{
 					Message: fmt.Sprintf("%q, acknowledged by op %d to %s, was never read, not even by the final read", a.r.Values[v], s.Op, p.tp),
 					Ops:     a.ref(s.Op)})
@@ -288,7 +288,7 @@ func (a *analysis) tornTransactions() {
 			if !s.Failed && a.valueFinal(p, v) {
 				t.in++
 				t.inOp = s.Op
-			} else {
+			} else if !a.removableValue(p, s, v) {
 				t.out++
 				t.outOp, t.outValue = s.Op, a.r.Values[v]
 			}
@@ -424,16 +424,16 @@ func (a *analysis) poll(c *held[lastRead], pl *model.Polled, proc int32, found *
 	for k := pl.Read; k < pl.Read+pl.Count; k++ {
 		rd := &a.r.Reads[k]
 		p := a.parts[rd.Part]
-		ranks := p.all
+		ranks, need := p.all, p.needAll
 		if rd.Committed {
-			ranks = p.committed
+			ranks, need = p.committed, p.needCommitted
 		}
 		offs := a.r.RecordOffsets[rd.Record : rd.Record+rd.Count]
 		if l := c.get(p.index); l != nil {
-			a.pollStep(p, ranks, l.offset, offs[0], l.op, rd.Op, proc, found)
+			a.pollStep(p, ranks, need, l.offset, offs[0], l.op, rd.Op, proc, found)
 		}
 		for i := 1; i < len(offs); i++ {
-			a.pollStep(p, ranks, offs[i-1], offs[i], rd.Op, rd.Op, proc, found)
+			a.pollStep(p, ranks, need, offs[i-1], offs[i], rd.Op, rd.Op, proc, found)
 		}
 		if pl.OK {
 			*c.put(p.index, len(a.parts)) = lastRead{offset: offs[len(offs)-1], op: rd.Op}
@@ -441,18 +441,28 @@ func (a *analysis) poll(c *held[lastRead], pl *model.Polled, proc int32, found *
 	}
 }
 
-func (a *analysis) pollStep(p *partition, ranks []int32, from, to int64, fromOp, toOp history.ID, proc int32, found *findings) {
+// pollStep judges one step of a consumer's reads of a partition, from
+// offset from to offset to: to must be the next offset its isolation level
+// sees (ranks), or, in a compacted partition, no offset it must see (need)
+// may lie between.
+func (a *analysis) pollStep(p *partition, ranks, need []int32, from, to int64, fromOp, toOp history.ID, proc int32, found *findings) {
 	i, j := p.rank(ranks, from), p.rank(ranks, to)
 	if i < 0 || j < 0 {
 		return
 	}
-	switch delta := j - i; {
-	case delta > 1:
+	skipped, between := j-i-1, func() []string { return a.valuesBetween(p, ranks, i, j, 5) }
+	if need != nil && j > i {
+		cf, ct := p.m.Cells.Of(from), p.m.Cells.Of(to)
+		skipped = int(need[ct] - need[cf+1])
+		between = func() []string { return a.neededBetween(p, need, cf, ct, 5) }
+	}
+	switch {
+	case skipped > 0:
 		found.add(proc, "poll-skip", Witness{
-			Message: fmt.Sprintf("%s: op %d read offset %d, then op %d read offset %d, skipping %s (%s)", p.tp, fromOp, from, toOp, to, entries(delta-1),
-				strings.Join(a.valuesBetween(p, ranks, i, j, 5), ", ")),
+			Message: fmt.Sprintf("%s: op %d read offset %d, then op %d read offset %d, skipping %s (%s)", p.tp, fromOp, from, toOp, to, entries(skipped),
+				strings.Join(between(), ", ")),
 			Ops: a.ref(dedup(fromOp, toOp)...)})
-	case delta < 1:
+	case j <= i:
 		found.add(proc, "nonmonotonic-poll", Witness{
 			Message: fmt.Sprintf("%s: op %d read offset %d, then op %d read offset %d", p.tp, fromOp, from, toOp, to),
 			Ops:     a.ref(dedup(fromOp, toOp)...)})

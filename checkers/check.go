@@ -2,6 +2,7 @@ package checkers
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -47,6 +48,14 @@ type Options struct {
 	// WitnessesMax is how many witnesses to keep per anomaly. Zero:
 	// DefaultWitnessesMax.
 	WitnessesMax int
+	// Compacted lists the compacted topics (cleanup.policy holds compact).
+	// A log cleaner may remove a record of theirs that a later record of
+	// its key supersedes, and an aborted transaction's: reads that skip
+	// one, and one no read returned, are no anomaly there
+	// (model.Resolution.Compact), and replicas may hold different cleaned
+	// copies of a batch. Their logs are judged by the fast checker alone,
+	// whatever Linearizability says: porcupine's model has no cleaner.
+	Compacted []string
 	// HTML, if set, is a file to write porcupine's visualization of one
 	// partition log to, fault events annotated: the first non-linearizable
 	// log, else the one the first anomaly is about, else the first log.
@@ -71,6 +80,9 @@ func Check(h history.History, opts Options) (Verdict, error) {
 	rep := newReport(opts.WitnessesMax)
 	v := Verdict{Stats: Stats{Ops: len(h)}, OrderHeld: true}
 	r := model.Resolve(h)
+	if len(opts.Compacted) > 0 {
+		r.Compact(h, func(topic string) bool { return slices.Contains(opts.Compacted, topic) })
+	}
 	v.Stats.Partitions = len(r.Partitions)
 	a := newAnalysis(h, r, opts, rep)
 	var clients map[string]int
@@ -81,7 +93,7 @@ func Check(h history.History, opts Options) (Verdict, error) {
 		return r.Log(h, clients, i)
 	}
 	var fast []LogResult
-	if opts.Linearizability != Porcupine {
+	if opts.Linearizability != Porcupine || len(opts.Compacted) > 0 {
 		fast = checkLogs(r)
 	}
 	illegal := -1
@@ -116,7 +128,7 @@ func Check(h history.History, opts Options) (Verdict, error) {
 	a.checkAnomalies()
 	stats, notes := a.checkDelivery()
 	v.Stats.Intents, v.Stats.Acknowledged, v.Stats.Outputs = stats.Intents, stats.Acknowledged, stats.Outputs
-	v.Notes = notes
+	v.Notes = append(notes, compactionNotes(r)...)
 	v.Anomalies = rep.list()
 	held := map[Guarantee]bool{ExactlyOnce: !v.Inconclusive, AtLeastOnce: true, AtMostOnce: true, None: true}
 	for _, an := range v.Anomalies {
@@ -189,6 +201,9 @@ func pictured(h history.History, parts []model.Partition, illegal int, found []A
 // checkLogWith is the verdict on partition i of the checker opts choose:
 // fast holds the fast checker's, log builds porcupine's operations.
 func checkLogWith(r *model.Resolution, i int, fast []LogResult, log func(int) model.Log, opts Options) LogResult {
+	if r.Partitions[i].Compacted {
+		return fast[i] // porcupine's model has no log cleaner
+	}
 	switch opts.Linearizability {
 	case Porcupine:
 		return LogResult{TP: r.Partitions[i].TP, Result: model.CheckLog(log(i), opts.PorcupineTimeout)}
@@ -209,4 +224,24 @@ func (a *analysis) registerRefs(r model.OffsetRegister) []OpRef {
 		ids = append(ids, op.Metadata.(model.Meta).Op)
 	}
 	return a.ref(ids...)
+}
+
+// compactionNotes says, per compacted partition, how many of its records a
+// log cleaner may have removed: the reads and losses the checks excused.
+func compactionNotes(r *model.Resolution) []string {
+	var notes []string
+	for i := range r.Partitions {
+		p := &r.Partitions[i]
+		if !p.Compacted {
+			continue
+		}
+		n := 0
+		for _, rm := range p.Removable {
+			if rm {
+				n++
+			}
+		}
+		notes = append(notes, fmt.Sprintf("%s is compacted: a log cleaner may have removed the records at %d of its offsets (superseded by a later record of their key, or aborted), so no read had to return them", p.TP, n))
+	}
+	return notes
 }

@@ -28,6 +28,24 @@
 // that visit the same data, so a history costs a few walks, not a map
 // lookup per record (BenchmarkCheck measures it).
 //
+// # Compacted topics
+//
+// Options.Compacted names the topics whose cleanup.policy holds compact.
+// There a log cleaner may remove a record that a later record of its key
+// (not of an aborted transaction) supersedes, and the records of aborted
+// transactions; it never removes the latest record of a key
+// (model.Resolution.Compact marks each partition's removable offsets). A
+// read may skip a removable record, and one no read returned is no
+// lost-write, unseen, output-loss or torn-transaction; every other record
+// stays required, so the loss of a key's latest acknowledged value is
+// judged as any loss is. Replicas there may hold a batch cleaned to other
+// records, or lack one their cleaner removed (see replicaAgreement).
+// Porcupine's model has no cleaner: compacted partitions are judged by the
+// fast checker whatever Linearizability says. Not judged yet: whether a
+// read could skip a record when it did (its superseding record below the
+// fetch's last stable offset then); compaction of an output topic;
+// tombstones.
+//
 // # Anomalies
 //
 // Names follow Jepsen's Kafka checker (jepsen.tests.kafka) and KAFKA.md §6.

@@ -42,7 +42,12 @@ type partition struct {
 	// an offset a read_uncommitted (all) or read_committed reader sees: an
 	// offset's rank among those, if the count rises past its cell.
 	all, committed []int32
-	multi          bool // some cell holds two pairs
+	// In a compacted partition needAll and needCommitted count, for each
+	// cell, the cells below it a reader of each isolation level must not
+	// skip: those all or committed counts that a log cleaner may not have
+	// removed (model.Partition.Removable). nil otherwise.
+	needAll, needCommitted []int32
+	multi                  bool // some cell holds two pairs
 	// bound is the highest offset at which a value some read returned
 	// first appears (-1 if none), and boundReader that read.
 	bound       int64
@@ -413,6 +418,10 @@ func (a *analysis) orderValues(p *partition) {
 	p.bound = -1
 	n := len(p.head)
 	p.all, p.committed = make([]int32, n+1), make([]int32, n+1)
+	removable := p.m.Removable
+	if removable != nil {
+		p.needAll, p.needCommitted = make([]int32, n+1), make([]int32, n+1)
+	}
 	for cell, first := range p.head {
 		all, committed := int32(0), int32(0)
 		for q := first; q >= 0; q = p.next[q] {
@@ -450,6 +459,13 @@ func (a *analysis) orderValues(p *partition) {
 		}
 		p.all[cell+1] = p.all[cell] + all
 		p.committed[cell+1] = p.committed[cell] + committed
+		if removable != nil {
+			if removable[cell] {
+				all, committed = 0, 0
+			}
+			p.needAll[cell+1] = p.needAll[cell] + all
+			p.needCommitted[cell+1] = p.needCommitted[cell] + committed
+		}
 	}
 	if len(groups) == 0 {
 		return
@@ -517,6 +533,19 @@ func (p *partition) rank(ranks []int32, off int64) int {
 	return int(ranks[cell])
 }
 
+// removable: a log cleaner may have removed what pair pr holds.
+func (p *partition) removable(pr *pair) bool { return p.m.Removable != nil && p.m.Removable[pr.cell] }
+
+// removableValue: a log cleaner may have removed message v of send s (in
+// the resolution's Sends), which went to p.
+func (a *analysis) removableValue(p *partition, s *model.Sent, v int32) bool {
+	if p.m.Removable == nil || s.Append < 0 {
+		return false
+	}
+	app := &p.m.Appends[s.Append]
+	return p.m.RemovableAt(app.Base + int64(v-app.Value))
+}
+
 // valuesBetween lists the values at the offsets ranked from+1 .. to-1, at
 // most max: at each, the first in value order.
 func (a *analysis) valuesBetween(p *partition, ranks []int32, from, to, max int) []string {
@@ -524,6 +553,19 @@ func (a *analysis) valuesBetween(p *partition, ranks []int32, from, to, max int)
 	for r := from + 1; r < to && len(vs) < max; r++ {
 		cell, _ := slices.BinarySearch(ranks, int32(r+1)) // the first cell with r+1 below it: past the one ranked r
 		vs = append(vs, a.values.str(p.pairs[p.head[cell-1]].value))
+	}
+	return vs
+}
+
+// neededBetween lists the values at the cells strictly between cells from
+// and to that need counts (a compacted partition's cells a reader must
+// see), at most max: at each, the first in value order.
+func (a *analysis) neededBetween(p *partition, need []int32, from, to int32, max int) []string {
+	var vs []string
+	for c := from + 1; c < to && len(vs) < max; c++ {
+		if need[c+1] > need[c] {
+			vs = append(vs, a.values.str(p.pairs[p.head[c]].value))
+		}
 	}
 	return vs
 }

@@ -38,7 +38,8 @@ func (v *LogViolation) String() string { return v.Anomaly + ": " + v.Message }
 // (the latest call among it and every lower append); it must not be after
 // its own return. A read then only needs its records to be the log's
 // entries at their offsets, the entries its isolation level requires in
-// [From, last record] all present, and a moment between its call and return
+// [From, last record] all present (in a compacted partition, all but those
+// a log cleaner may have removed), and a moment between its call and return
 // after the append of its last record — reads change nothing, so they never
 // constrain appends. The differential test holds this to porcupine's
 // verdicts.
@@ -86,12 +87,17 @@ type logCheck struct {
 	// before[c] is how many slots lie in cells below c; slot s holds value
 	// slotValue[s] (an index into the resolution's Values) of visibility
 	// slotVis[s], written by apps[order[slotApp[s]]]; visible[s] is how
-	// many slots below s a read_committed reader must see.
+	// many slots below s a read_committed reader must see. In a compacted
+	// partition removable[s] says a log cleaner may have removed slot s,
+	// need[s] is how many slots below s a read_uncommitted reader must see
+	// (those it may not have removed), and visible counts only those too.
 	before    []int32
 	slotValue []int32
 	slotVis   []model.Visibility
 	slotApp   []int32
 	visible   []int32
+	removable []bool
+	need      []int32
 	seen      []bool // per slot: some read returned it (computed when a read skipped one)
 }
 
@@ -150,6 +156,9 @@ func (c *logCheck) appends() *LogViolation {
 	c.before = make([]int32, p.Cells.Len()+1)
 	c.slotValue, c.slotVis, c.slotApp = make([]int32, 0, nslots), make([]model.Visibility, 0, nslots), make([]int32, 0, nslots)
 	c.visible = make([]int32, 1, nslots+1)
+	if p.Removable != nil {
+		c.removable, c.need = make([]bool, 0, nslots), make([]int32, 1, nslots+1)
+	}
 	for oi, ai := range order {
 		a := &apps[ai]
 		for k := int64(0); k < int64(a.Count); k++ {
@@ -158,10 +167,18 @@ func (c *logCheck) appends() *LogViolation {
 			c.slotValue, c.slotVis = append(c.slotValue, a.Value+int32(k)), append(c.slotVis, a.Visibility)
 			c.slotApp = append(c.slotApp, int32(oi))
 			n := c.visible[len(c.visible)-1]
-			if a.Visibility == model.Visible {
+			removable := p.Removable != nil && p.Removable[cell]
+			if a.Visibility == model.Visible && !removable {
 				n++
 			}
 			c.visible = append(c.visible, n)
+			if c.need != nil {
+				n := c.need[len(c.need)-1]
+				if !removable {
+					n++
+				}
+				c.removable, c.need = append(c.removable, removable), append(c.need, n)
+			}
 		}
 	}
 	for cell := 1; cell < len(c.before); cell++ {
@@ -206,7 +223,7 @@ func (c *logCheck) read(rd *model.Read) *LogViolation {
 			return &LogViolation{Anomaly: "G1a", Offset: off, Ops: []history.ID{rd.Op, a.Op},
 				Message: fmt.Sprintf("%s: read_committed op %d read %q at offset %d, written by aborted transaction of op %d", p.TP, rd.Op, r.Values[vals[j]], off, a.Op)}
 		}
-		if !rd.Committed || vis == model.Visible {
+		if (!rd.Committed || vis == model.Visible) && !c.removed(s) {
 			required++
 		}
 	}
@@ -215,6 +232,8 @@ func (c *logCheck) read(rd *model.Read) *LogViolation {
 	want := last + 1 - first
 	if rd.Committed {
 		want = c.visible[last+1] - c.visible[first]
+	} else if c.need != nil {
+		want = c.need[last+1] - c.need[first]
 	}
 	if required != want {
 		return c.skipped(rd, lo, hi, first, last)
@@ -294,7 +313,7 @@ func (c *logCheck) skipped(rd *model.Read, lo, hi int64, first, last int32) *Log
 	for s := first; s <= last; s++ {
 		a := c.app(s)
 		off := c.offset(s)
-		if got[off] || (rd.Committed && a.Visibility != model.Visible) {
+		if got[off] || (rd.Committed && a.Visibility != model.Visible) || c.removed(s) {
 			continue
 		}
 		name, how := "lost-write", "which no read ever returned"
@@ -306,6 +325,10 @@ func (c *logCheck) skipped(rd *model.Read, lo, hi int64, first, last int32) *Log
 	}
 	panic(fmt.Sprintf("checkers: CheckLog: %s op %d: a read skipped a required entry but none is missing", p.TP, rd.Op))
 }
+
+// removed: a log cleaner may have removed slot s (a compacted partition's:
+// model.Resolution.Compact).
+func (c *logCheck) removed(s int32) bool { return c.removable != nil && c.removable[s] }
 
 // seenSlot reports whether some read returned slot s.
 func (c *logCheck) seenSlot(s int32) bool {

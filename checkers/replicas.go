@@ -27,6 +27,21 @@ import (
 // failover to it would lose or change. Only online replicas (running,
 // serving the partition) are compared: one not yet recovered may hold a
 // torn tail its recovery will cut.
+//
+// In a compacted topic every replica runs its own log cleaner (Kafka's
+// LogCleaner cleans each replica's log by itself), so two replicas may hold
+// one batch cleaned to different records, or one may have removed a batch
+// the other still holds: there batches are compared only where both hold a
+// batch at one base offset — same last offset, leader epoch and producer,
+// any CRC — and batches overlapping at different bases diverge
+// (divergenceCompacted). Neither are the leader-epoch entries compared
+// there: a follower starts an epoch at the first batch of it it fetches
+// (Kafka's UnifiedLog.appendAsFollower assigns the epoch start from each
+// batch appended), which is later than the leader's once the leader's
+// cleaner removed the epoch's first batches, and it has no entry at all for
+// an epoch all of whose batches went; the batches' own epochs are still
+// compared. Sequence gaps are not judged there: the cleaner removes a
+// producer's batches but its last.
 func (a *analysis) replicaAgreement() {
 	type sample struct {
 		at   int64
@@ -52,6 +67,11 @@ func (a *analysis) replicaAgreement() {
 	}
 	slices.SortFunc(tps, func(x, y history.TopicPartition) int { return x.Compare(y) })
 	for _, tp := range tps {
+		diverge := divergence
+		compacted := slices.Contains(a.opts.Compacted, tp.Topic)
+		if compacted {
+			diverge = divergenceCompacted
+		}
 		reported := map[[2]history.ID]bool{}
 		report := func(x, y *history.Op, msg string) {
 			key := [2]history.ID{x.ID, y.ID}
@@ -75,19 +95,19 @@ func (a *analysis) replicaAgreement() {
 					if f == leader || !f.Replica.InISR {
 						continue
 					}
-					if d := divergence(leader.Replica, f.Replica, hw); d != "" {
+					if d := diverge(leader.Replica, f.Replica, hw); d != "" {
 						report(leader, f, fmt.Sprintf("%s: %s, in the ISR, disagrees with the leader %s below its high watermark %d: %s",
 							tp, f.Replica.Broker, leader.Replica.Broker, hw, d))
 						continue
 					}
-					if d := epochDivergence(leader.Replica, f.Replica, hw); d != "" {
+					if d := epochDivergence(leader.Replica, f.Replica, hw); d != "" && !compacted {
 						report(leader, f, fmt.Sprintf("%s: %s, in the ISR, has other leader epochs than the leader %s below its high watermark %d: %s",
 							tp, f.Replica.Broker, leader.Replica.Broker, hw, d))
 					}
 				}
 				if committed != nil {
 					old := committed.Replica
-					if d := divergence(old, leader.Replica, old.HighWatermark); d != "" {
+					if d := diverge(old, leader.Replica, old.HighWatermark); d != "" {
 						report(committed, leader, fmt.Sprintf("%s: the leader %s at %d does not hold what the leader %s committed at %d, below its high watermark %d: %s",
 							tp, leader.Replica.Broker, leader.Call, old.Broker, committed.Call, old.HighWatermark, d))
 					}
@@ -99,14 +119,14 @@ func (a *analysis) replicaAgreement() {
 			for i, x := range s.reps {
 				for _, y := range s.reps[i+1:] {
 					limit := min(x.Replica.HighWatermark, y.Replica.HighWatermark)
-					if d := divergence(x.Replica, y.Replica, limit); d != "" {
+					if d := diverge(x.Replica, y.Replica, limit); d != "" {
 						report(x, y, fmt.Sprintf("%s: %s and %s disagree below the smaller of their high watermarks, %d: %s",
 							tp, x.Replica.Broker, y.Replica.Broker, limit, d))
 					}
 				}
 			}
 		}
-		if ss := byTP[tp]; len(ss) > 0 {
+		if ss := byTP[tp]; len(ss) > 0 && !compacted {
 			for _, op := range ss[len(ss)-1].reps {
 				a.sequenceGaps(op)
 			}
@@ -206,6 +226,35 @@ func divergence(x, y *history.Replica, limit int64) string {
 		}
 		i, j = i+1, j+1
 	}
+}
+
+// divergenceCompacted is divergence for replicas of a compacted topic,
+// each cleaned by itself: a batch one holds and the other does not may have
+// been removed by a cleaner, and one batch may hold other records on each
+// (its CRC differs), but two batches at one base offset must span the same
+// offsets in the same leader epoch from the same producer, and two batches
+// at different bases must not overlap.
+func divergenceCompacted(x, y *history.Replica, limit int64) string {
+	i, j := 0, 0
+	for i < len(x.Batches) && j < len(y.Batches) && x.Batches[i].Base < limit && y.Batches[j].Base < limit {
+		bx, by := &x.Batches[i], &y.Batches[j]
+		switch {
+		case bx.Base == by.Base:
+			cx, cy := *bx, *by
+			cx.CRC, cy.CRC = 0, 0
+			if cx != cy {
+				return fmt.Sprintf("at offset %d %s holds %s, %s holds %s", bx.Base, x.Broker, batchString(*bx), y.Broker, batchString(*by))
+			}
+			i, j = i+1, j+1
+		case bx.Last >= by.Base && by.Last >= bx.Base:
+			return fmt.Sprintf("at offset %d %s holds %s, %s holds %s", max(bx.Base, by.Base), x.Broker, batchString(*bx), y.Broker, batchString(*by))
+		case bx.Base < by.Base:
+			i++
+		default:
+			j++
+		}
+	}
+	return ""
 }
 
 // epochDivergence compares the leader-epoch entries starting below limit.

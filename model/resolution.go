@@ -106,6 +106,11 @@ type Partition struct {
 	// FinalRead: a final read of it, if only an empty one, is in the history.
 	FinalRead       bool
 	Pinned, Dropped []history.ID
+	// Compacted: its topic is compacted, and Removable says, per cell,
+	// whether a log cleaner may have removed the record there (Compact);
+	// nil otherwise.
+	Compacted bool
+	Removable []bool
 }
 
 type unwritten struct {

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -120,6 +121,11 @@ func orderedVariants(ss []Scenario) []Scenario {
 	return ss
 }
 
+// compacted is the topic configs of a compacted topic whose cleaner has
+// work within a run: segments of 2 KiB (the producer's batches are a few
+// hundred bytes), cleaned once a tenth of the log is dirty.
+var compacted = map[string]string{"cleanup.policy": "compact", "segment.bytes": "2048", "min.cleanable.dirty.ratio": "0.1"}
+
 // Probes that put claims at stake, by what the faults of a class do.
 var (
 	failover  = []string{probe.LeaderFailover}
@@ -175,6 +181,11 @@ var (
 		s.Faults, s.Expect = "crash,network", checkers.ExactlyOnce
 		s.Probes = []string{probe.LeaderFailover}
 	})
+	compactedLatestValue = scenario("compacted-latest-value", "a compacted input topic (cleanup.policy=compact, small segments, the log cleaner running every 2 s on every replica), acks=all + enable.idempotence: a record a later one of its key superseded may go, the latest acknowledged value of every key never does, each once, in order", func(s *Scenario) {
+		s.Workload.Kind, s.Faults, s.Expect, s.Order = ProduceOnly, "crash", checkers.ExactlyOnce, checkers.PartitionOrder
+		s.Cluster.TopicConfigs = map[string]map[string]string{inputTopic: compacted}
+		s.Probes = []string{probe.LeaderFailover, probe.CompactionRemovedRecords}
+	})
 	eos = scenario("eos-consume-transform-produce", "transactions: outputs and input offsets commit together, read_committed downstream, a restarted processor fences its predecessor: exactly-once (not under network faults: see eos-zombie-group-coordinator)", func(s *Scenario) {
 		transformPipeline(s)
 		s.Faults, s.Expect, s.Order = "crash", checkers.ExactlyOnce, checkers.PartitionOrder
@@ -193,6 +204,27 @@ var catalogue = slices.Concat(
 		scenario("acks-all-idempotent@network", "acks=all + enable.idempotence under network faults: nothing acknowledged lost; a zombie leader can make the producer write a message twice (see acks-all-idempotent-zombie-leader)", func(s *Scenario) {
 			s.Workload.Kind, s.Faults, s.Expect = ProduceOnly, "network", checkers.AtLeastOnce
 			s.Probes = []string{probe.LeaderFailover}
+		}),
+	},
+	// A compacted topic: the latest acknowledged value of every key
+	// survives the cleaner and the faults.
+	each(compactedLatestValue, in("power", probe.LeaderFailover, probe.CompactionRemovedRecords, probe.PowerLossDroppedUnsynced)),
+	[]Scenario{
+		// As acks-all-idempotent@network: a zombie leader can make the
+		// producer write a message twice (KAFKA-14034), which the cleaner
+		// hides only once a later value of its key came.
+		scenario("compacted-latest-value@network", "compacted-latest-value under network faults: the latest acknowledged value of every key is never lost; a zombie leader can make the producer write a message twice (see acks-all-idempotent-zombie-leader)", func(s *Scenario) {
+			*s = compactedLatestValue
+			s.Name, s.Faults, s.Expect, s.Order = "compacted-latest-value@network", "network", checkers.AtLeastOnce, checkers.NoOrder
+		}),
+		scenario("compacted-unclean-election", "twin of compacted-latest-value: unclean.leader.election.enable on the compacted topic (a topic config) — an out-of-sync replica elected leader has not got the latest values of keys, and every other replica truncates to it", func(s *Scenario) {
+			*s = compactedLatestValue
+			s.Name = "compacted-unclean-election"
+			s.Cluster.TopicConfigs = map[string]map[string]string{inputTopic: maps.Clone(compacted)}
+			s.Cluster.TopicConfigs[inputTopic]["unclean.leader.election.enable"] = "true"
+			s.Cluster.MinInsyncReplicas, s.Cluster.ReplicaLagTimeMaxMs = 1, 3000
+			s.Workload.Messages = 1000
+			s.Faults, s.Expect, s.Refutes, s.Order, s.Probes = "crash,network", checkers.None, checkers.AtLeastOnce, checkers.NoOrder, nil
 		}),
 	},
 	// Every append is synced: a power loss drops nothing, so it reaches no

@@ -132,6 +132,19 @@ func (s Scenario) CheckedOrder() checkers.Order {
 	return s.Order
 }
 
+// CompactedTopics are the workload's topics whose cleanup.policy (in
+// topic.configs) holds compact, sorted: the checkers excuse what their log
+// cleaners may remove (checkers.Options.Compacted).
+func (s Scenario) CompactedTopics() []string {
+	var topics []string
+	for _, topic := range slices.Sorted(maps.Keys(s.Cluster.TopicConfigs)) {
+		if config.Compacts(s.Cluster.TopicConfigs[topic]) {
+			topics = append(topics, topic)
+		}
+	}
+	return topics
+}
+
 // Claim is what s claims, as reports print it: "exactly-once", or with an
 // order "exactly-once in partition order".
 func (s Scenario) Claim() string { return withOrder(s.Expect, s.Order) }

@@ -316,7 +316,7 @@ func (c *cluster) triggers() []faults.Trigger {
 		// followers (a crash now leaves its fate to the next leader).
 		var first []string
 		cl, pr := c.s.Cluster, c.s.Producer
-		if cl.UncleanLeaderElectionEnable {
+		if (config.Cluster{UncleanLeaderElection: cl.UncleanLeaderElectionEnable}).Settings(cl.TopicConfigs[inputTopic]).UncleanLeaderElection {
 			first = append(first, probe.FollowerFetchOutOfSync)
 		}
 		if !cl.KIP101LeaderEpochTruncation {

@@ -174,6 +174,13 @@ type TopicSettings struct {
 	MinCleanableRatio     float64
 }
 
+// Compacts reports whether a topic with these overrides is compacted: its
+// cleanup.policy holds compact.
+func Compacts(overrides map[string]string) bool {
+	v, ok := overrides["cleanup.policy"]
+	return ok && slices.Contains(strings.Split(strings.ReplaceAll(v, " ", ""), ","), "compact")
+}
+
 // Settings is the honoured configs of a topic with the given overrides
 // (validated when written: a value that does not parse is a bug).
 func (c Cluster) Settings(overrides map[string]string) TopicSettings {
@@ -218,9 +225,8 @@ func (c Cluster) Settings(overrides map[string]string) TopicSettings {
 		s.SegmentBytes = num("segment.bytes")
 	}
 	if v, ok := overrides["cleanup.policy"]; ok {
-		policies := strings.Split(strings.ReplaceAll(v, " ", ""), ",")
-		s.CleanupDelete = slices.Contains(policies, "delete")
-		s.CleanupCompact = slices.Contains(policies, "compact")
+		s.CleanupDelete = slices.Contains(strings.Split(strings.ReplaceAll(v, " ", ""), ","), "delete")
+		s.CleanupCompact = Compacts(overrides)
 	}
 	if _, ok := overrides["delete.retention.ms"]; ok {
 		s.DeleteRetentionMs = num("delete.retention.ms")

@@ -90,6 +90,13 @@ const (
 	// a leaderless partition, in the ISR or not (an unclean election
 	// though unclean.leader.election.enable is off).
 	ElectionIgnoresISR
+	// CleanerPastHighWatermark: the log cleaner of a compacted topic
+	// cleans up to the log end instead of the last stable offset (Kafka's
+	// LogCleanerManager.cleanableOffsets bounds the dirty section by it,
+	// and so by the high watermark): a record is removed for a later one of
+	// its key that a failover then truncates, and the key's latest
+	// acknowledged value is gone from that replica.
+	CleanerPastHighWatermark
 	count
 )
 
@@ -108,6 +115,7 @@ var names = [...]string{
 	OffsetCommitAckedBeforeReplication:      "offset-commit-acked-before-replication",
 	OffsetFetchIgnoresPendingTransactions:   "offset-fetch-ignores-pending-transactions",
 	ElectionIgnoresISR:                      "election-ignores-isr",
+	CleanerPastHighWatermark:                "cleaner-past-high-watermark",
 }
 
 func (d Defect) String() string {

@@ -15,6 +15,7 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	expect := fs.String("expect", "none", "the guarantee the history must show (exit 1 if not)")
 	htmlFile := fs.String("html", "", "write the visualization of a non-linearizable partition here")
 	order := fs.String("order", "none", "the order promised: partition, key or none (exit 1 if broken)")
+	compacted := fs.String("compacted", "", "comma-separated topics whose cleanup.policy holds compact: what their log cleaners may remove is not required of reads")
 	ordered, err := reorder(args)
 	if err != nil {
 		return badInput(stderr, "check: %v (kafkasim check -h for help)", err)
@@ -45,7 +46,13 @@ func runCheck(args []string, stdout, stderr io.Writer) int {
 	if len(h) == 0 {
 		return badInput(stderr, "history %s: empty: no operation to judge", fs.Arg(0))
 	}
-	v, err := checkers.Check(h, checkers.Options{Order: o, HTML: *htmlFile})
+	var topics []string
+	for _, t := range strings.Split(*compacted, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			topics = append(topics, t)
+		}
+	}
+	v, err := checkers.Check(h, checkers.Options{Order: o, HTML: *htmlFile, Compacted: topics})
 	if err != nil {
 		return badInput(stderr, "history %s: %v", fs.Arg(0), err)
 	}

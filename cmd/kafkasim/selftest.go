@@ -38,6 +38,7 @@ var huntFirst = map[defect.Defect][]string{
 	defect.OffsetCommitAckedBeforeReplication:      {"pipeline-commit-before-process@network", "eos-consume-transform-produce", "pipeline-commit-before-process"},
 	defect.OffsetFetchIgnoresPendingTransactions:   {"eos-consume-transform-produce"},
 	defect.ElectionIgnoresISR:                      {"acks-all-idempotent", "acks-all-retries"},
+	defect.CleanerPastHighWatermark:                {"compacted-latest-value", "compacted-latest-value@power"},
 }
 
 // selfTestResult is what the self-test found for one defect.
