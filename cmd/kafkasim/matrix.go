@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -131,6 +132,7 @@ func runMatrix(args []string, stdout, stderr io.Writer) int {
 	claimsOnly := fs.Bool("claims", false, "only the claims, no weak twins (the nightly run)")
 	shardFlag := fs.String("shard", "1/1", "this shard I of N: runs the seeds s with s mod N == I-1")
 	junit := fs.String("junit", "", "also write the results as JUnit XML to this file (a test case per scenario)")
+	saveDir := fs.String("save-failures", "", "shrink each violated claim's first failing seed and save it into this directory as a regression file")
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
@@ -173,6 +175,7 @@ func runMatrix(args []string, stdout, stderr io.Writer) int {
 		next++
 		return job{s: list[next-1], seed: seed}, true
 	}
+	firsts := map[string]failure{} // each scenario's first failing seed
 	runJobs(jobs, *parallel, func(o outcome) {
 		rw := rows[o.s.Name]
 		rw.Seeds++
@@ -189,6 +192,7 @@ func runMatrix(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		if !o.r.Holds && (rw.FirstSeed == 0 || o.seed < rw.FirstSeed) {
+			firsts[o.s.Name] = failure{s: o.s, seed: o.seed, r: o.r}
 			rw.FirstSeed = o.seed
 			rw.Failure = o.r.Failure
 			rw.Anomalies = anomalyNames(o.r)
@@ -231,6 +235,12 @@ func runMatrix(args []string, stdout, stderr io.Writer) int {
 	if err := writeJUnit(*junit, suite); err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitBadInput
+	}
+	if *saveDir != "" {
+		if err := saveFailures(*saveDir, slices.Collect(maps.Values(firsts)), stderr); err != nil {
+			fmt.Fprintln(stderr, err)
+			return exitBadInput
+		}
 	}
 	if *asJSON {
 		return exit

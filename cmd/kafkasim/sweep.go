@@ -50,6 +50,7 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 	asJSON := fs.Bool("json", false, "JSON lines even on a terminal")
 	parallel := fs.Int("parallel", 0, "worlds run at once (0: GOMAXPROCS)")
 	junit := fs.String("junit", "", "also write the results as JUnit XML to this file (a test case per seed)")
+	saveDir := fs.String("save-failures", "", "shrink the claim's failing seeds (the lowest 10) and save each into this directory as a regression file")
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
@@ -90,6 +91,7 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 	}
 	var st stats
 	var failing []string
+	var failures []failure
 	cases := map[uint64]junitCase{}
 	runJobs(seeds, *parallel, func(o outcome) {
 		if bar != nil {
@@ -107,6 +109,7 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 		}
 		st.add(o.r)
 		if !o.r.Holds {
+			failures = append(failures, failure{s: s, seed: o.seed, r: o.r})
 			failing = append(failing, fmt.Sprintf("seed %d: %s (%s) — %s", o.seed, o.r.Failure, anomalyNames(o.r), line))
 		}
 		if !terminal {
@@ -121,6 +124,12 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 	if err := writeJUnit(*junit, suite); err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitBadInput
+	}
+	if *saveDir != "" {
+		if err := saveFailures(*saveDir, failures, stderr); err != nil {
+			fmt.Fprintln(stderr, err)
+			return exitBadInput
+		}
 	}
 	if terminal {
 		for _, f := range failing {
