@@ -41,10 +41,12 @@
 // judged as any loss is. Replicas there may hold a batch cleaned to other
 // records, or lack one their cleaner removed (see replicaAgreement).
 // Porcupine's model has no cleaner: compacted partitions are judged by the
-// fast checker whatever Linearizability says. Not judged yet: whether a
-// read could skip a record when it did (its superseding record below the
-// fetch's last stable offset then); compaction of an output topic;
-// tombstones.
+// fast checker whatever Linearizability says. Not judged: whether a read
+// could skip a record when it did — a rule that its superseding record lay
+// below the fetch's last stable offset is unsound, since a new leader's
+// high watermark can lag what its predecessor's cleaner already removed
+// (judging it needs each leader's high-watermark history); compaction of
+// an output topic; tombstones.
 //
 // # Anomalies
 //
