@@ -28,6 +28,7 @@ var scenarioCommands = map[string]func(args []string, stdout, stderr io.Writer) 
 	"shrink":   runShrink,
 	"check":    runCheck,
 	"selftest": runSelfTest,
+	"merge":    runMerge,
 }
 
 const scenarioUsage = `  list    the built-in scenarios: name, claimed guarantee, description
@@ -35,6 +36,9 @@ const scenarioUsage = `  list    the built-in scenarios: name, claimed guarantee
           one run: verdict, trace hash, and on violation the command that replays it
   matrix [--seeds N] [--json] [--parallel P]
           every scenario over N seeds: expected versus observed, first failing seed
+  matrix [--shard I/N] --json > F; merge F... [--json] [--junit F]
+          a matrix split over machines, each shard's JSON combined into the
+          matrix one run on the same seeds prints
   sweep --scenario S --seeds A-B [--shard I/N] [--json]
           many seeds of one scenario, spread over shards
   shrink --scenario S --seed N [--out F]

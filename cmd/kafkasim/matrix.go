@@ -55,14 +55,26 @@ type row struct {
 	Result       string         `json:"result"`
 	Repro        string         `json:"repro,omitempty"`
 	Error        string         `json:"error,omitempty"`
-	held         map[checkers.Guarantee]bool
-	st           stats
+	// Held and Acked are what `kafkasim merge` needs to combine shards
+	// into the row one run would give: per guarantee whether every seed
+	// held it, and every seed's acknowledged fraction, sorted.
+	Held  map[checkers.Guarantee]bool `json:"held"`
+	Acked []float64                   `json:"acknowledged_fractions"`
+	// Shard is "I/N" on a shard's row (--shard I/N, N > 1): merge checks
+	// it was given every shard of one split, once.
+	Shard string `json:"shard,omitempty"`
+	st    stats
+}
+
+func newRow(s scenarios.Scenario) *row {
+	return &row{Scenario: s.Name, Faults: s.Faults, Claims: s.Claim(), Checked: s.Judged(), Twin: s.Twin(),
+		Held: map[checkers.Guarantee]bool{checkers.ExactlyOnce: true, checkers.AtLeastOnce: true, checkers.AtMostOnce: true}}
 }
 
 // observed is the strongest guarantee that held on every seed so far.
 func (rw *row) observed() string {
 	for _, g := range []checkers.Guarantee{checkers.ExactlyOnce, checkers.AtLeastOnce, checkers.AtMostOnce} {
-		if rw.held[g] {
+		if rw.Held[g] {
 			return string(g)
 		}
 	}
@@ -76,6 +88,8 @@ func (rw *row) judge(s scenarios.Scenario) {
 	rw.Observed = rw.observed()
 	rw.Violated, rw.Untested = rw.st.violated, rw.st.untested
 	rw.AckMedian, rw.AckP10 = rw.st.ackQuantile(0.5), rw.st.ackQuantile(0.1)
+	rw.Acked = slices.Sorted(slices.Values(rw.st.acked))
+	rw.NeverReached = nil
 	rw.Probes, rw.Reached = rw.st.probes, rw.st.reached
 	if rw.Reached == nil {
 		rw.Reached = map[string]int{}
@@ -159,8 +173,10 @@ func runMatrix(args []string, stdout, stderr io.Writer) int {
 	}
 	rows := map[string]*row{}
 	for _, s := range list {
-		rows[s.Name] = &row{Scenario: s.Name, Faults: s.Faults, Claims: s.Claim(), Checked: s.Judged(), Twin: s.Twin(),
-			held: map[checkers.Guarantee]bool{checkers.ExactlyOnce: true, checkers.AtLeastOnce: true, checkers.AtMostOnce: true}}
+		rows[s.Name] = newRow(s)
+		if sn > 1 {
+			rows[s.Name].Shard = fmt.Sprintf("%d/%d", si, sn)
+		}
 	}
 	// Seed-major order: every scenario advances together. Jobs are drawn
 	// as workers free up, so ten thousand seeds take no memory to list.
@@ -186,9 +202,9 @@ func runMatrix(args []string, stdout, stderr io.Writer) int {
 			return
 		}
 		rw.st.add(o.r)
-		for g := range rw.held {
+		for g := range rw.Held {
 			if o.r.Panic != "" || !o.r.Verdict.Holds(g) {
-				rw.held[g] = false
+				rw.Held[g] = false
 			}
 		}
 		if !o.r.Holds && (rw.FirstSeed == 0 || o.seed < rw.FirstSeed) {
@@ -199,14 +215,29 @@ func runMatrix(args []string, stdout, stderr io.Writer) int {
 			rw.Repro = fmt.Sprintf("kafkasim run --scenario %s --seed %d", o.s.Name, o.seed)
 		}
 	})
+	if *saveDir != "" {
+		if err := saveFailures(*saveDir, slices.Collect(maps.Values(firsts)), stderr); err != nil {
+			fmt.Fprintln(stderr, err)
+			return exitBadInput
+		}
+	}
+	name := fmt.Sprintf("kafkasim matrix, %d seeds", *seeds)
+	if sn > 1 {
+		name += fmt.Sprintf(", shard %d/%d", si, sn)
+	}
+	return reportMatrix(list, rows, *asJSON, *junit, name, stdout, stderr)
+}
+
+// reportMatrix judges every row (list's order) and prints the matrix: a
+// table, the probes reached, the rows below the power targets and the
+// overall word, or a JSON object per row; and writes the JUnit file if
+// junit names one.
+func reportMatrix(list []scenarios.Scenario, rows map[string]*row, asJSON bool, junit, suiteName string, stdout, stderr io.Writer) int {
 	exit := exitOK
 	var weak []string
-	suite := junitSuite{Name: fmt.Sprintf("kafkasim matrix, %d seeds", *seeds)}
-	if sn > 1 {
-		suite.Name += fmt.Sprintf(", shard %d/%d", si, sn)
-	}
+	suite := junitSuite{Name: suiteName}
 	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
-	if !*asJSON {
+	if !asJSON {
 		fmt.Fprintln(tw, "SCENARIO\tFAULTS\tCLAIMS\tCHECKS\tOBSERVED\tACKED MEDIAN/P10\tRESULT\tFIRST FAILING SEED")
 	}
 	for _, s := range list {
@@ -219,7 +250,7 @@ func runMatrix(args []string, stdout, stderr io.Writer) int {
 		if w := rw.weak(); w != "" {
 			weak = append(weak, rw.Scenario+": "+w)
 		}
-		if *asJSON {
+		if asJSON {
 			b, _ := json.Marshal(rw)
 			fmt.Fprintln(stdout, string(b))
 			continue
@@ -232,17 +263,11 @@ func runMatrix(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.2f/%.2f\t%s\t%s\n", rw.Scenario, rw.Faults, rw.Claims, checks, rw.Observed, rw.AckMedian, rw.AckP10, rw.Result, first)
 	}
 	tw.Flush()
-	if err := writeJUnit(*junit, suite); err != nil {
+	if err := writeJUnit(junit, suite); err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitBadInput
 	}
-	if *saveDir != "" {
-		if err := saveFailures(*saveDir, slices.Collect(maps.Values(firsts)), stderr); err != nil {
-			fmt.Fprintln(stderr, err)
-			return exitBadInput
-		}
-	}
-	if *asJSON {
+	if asJSON {
 		return exit
 	}
 	fmt.Fprintln(stdout)

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/kafkasim/kafkasim/scenarios"
+)
+
+// runMerge combines the JSON of matrix shards (`matrix --shard I/N
+// --json`, one file per shard) into the matrix one unsharded run on the
+// same seeds prints: the same table, JSON and JUnit. A row carries what
+// that takes — per guarantee whether every seed held it, every seed's
+// acknowledged fraction, probe hits and the seeds that reached each, the
+// first failing seed — so the merge is exact, not an estimate.
+//
+// The files must be every shard of one split, each once: a missing or
+// repeated shard would print a matrix over seeds nobody ran, or over some
+// twice, and is refused.
+func runMerge(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("merge")
+	asJSON := fs.Bool("json", false, "print one JSON object per scenario")
+	junit := fs.String("junit", "", "also write the results as JUnit XML to this file (a test case per scenario)")
+	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return code
+	}
+	if fs.NArg() == 0 {
+		return badInput(stderr, "merge: give the shards' JSON files (from kafkasim matrix --shard I/N --json)")
+	}
+	var list []scenarios.Scenario
+	rows := map[string]*row{}
+	shardOf := map[string]string{} // shard "I/N" -> the file that held it
+	split := uint64(0)
+	for _, path := range fs.Args() {
+		shard, err := mergeFile(path, &list, rows)
+		if err != nil {
+			return badInput(stderr, "merge: %v", err)
+		}
+		i, n := uint64(1), uint64(1)
+		if shard != "" {
+			i, n, _ = parseShard(shard) // mergeFile checked it
+		}
+		switch {
+		case split != 0 && n != split:
+			return badInput(stderr, "merge: %s is shard %d/%d, but another file is of a split into %d", path, i, n, split)
+		case shardOf[fmt.Sprintf("%d/%d", i, n)] != "":
+			return badInput(stderr, "merge: %s and %s are both shard %d/%d", shardOf[fmt.Sprintf("%d/%d", i, n)], path, i, n)
+		}
+		split = n
+		shardOf[fmt.Sprintf("%d/%d", i, n)] = path
+	}
+	for i := uint64(1); i <= split; i++ {
+		if shardOf[fmt.Sprintf("%d/%d", i, split)] == "" {
+			return badInput(stderr, "merge: shard %d/%d is missing", i, split)
+		}
+	}
+	seeds := 0
+	for _, rw := range rows {
+		seeds = max(seeds, rw.Seeds)
+	}
+	return reportMatrix(list, rows, *asJSON, *junit, fmt.Sprintf("kafkasim matrix, %d seeds", seeds), stdout, stderr)
+}
+
+// mergeFile adds one shard's rows into rows (appending scenarios new to
+// list, in the file's order) and returns the shard it says it is ("" for
+// an unsharded run). Every row of a file must name the same shard.
+func mergeFile(path string, list *[]scenarios.Scenario, rows map[string]*row) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	shard, line, seen := "", 0, map[string]bool{}
+	for sc.Scan() {
+		line++
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var in row
+		if err := json.Unmarshal(sc.Bytes(), &in); err != nil {
+			return "", fmt.Errorf("%s:%d: not a matrix row (kafkasim matrix --json): %v", path, line, err)
+		}
+		if in.Scenario == "" || in.Held == nil {
+			return "", fmt.Errorf("%s:%d: not a matrix row (kafkasim matrix --json): no scenario or held guarantees", path, line)
+		}
+		if in.Shard != "" {
+			if _, _, err := parseShard(in.Shard); err != nil {
+				return "", fmt.Errorf("%s:%d: %v", path, line, err)
+			}
+		}
+		if line > 1 && in.Shard != shard {
+			return "", fmt.Errorf("%s:%d: shard %q, but the file's first row is of shard %q", path, line, in.Shard, shard)
+		}
+		shard = in.Shard
+		if seen[in.Scenario] {
+			return "", fmt.Errorf("%s:%d: scenario %s twice in one file", path, line, in.Scenario)
+		}
+		seen[in.Scenario] = true
+		rw := rows[in.Scenario]
+		if rw == nil {
+			s, err := scenarios.Lookup(in.Scenario)
+			if err != nil {
+				return "", fmt.Errorf("%s:%d: %v", path, line, err)
+			}
+			*list = append(*list, s)
+			rw = newRow(s)
+			rows[s.Name] = rw
+		}
+		rw.absorb(&in)
+	}
+	if err := sc.Err(); err != nil {
+		return "", fmt.Errorf("%s: %v", path, err)
+	}
+	if line == 0 {
+		return "", fmt.Errorf("%s: empty (want kafkasim matrix --json output)", path)
+	}
+	return shard, nil
+}
+
+// absorb adds a shard's row into rw, as if rw's run had also run the
+// shard's seeds: counts add, a guarantee holds only where it held on both,
+// the lowest failing seed's failure wins.
+func (rw *row) absorb(in *row) {
+	rw.Seeds += in.Seeds
+	rw.st.runs += in.Seeds
+	rw.st.violated += in.Violated
+	rw.st.untested += in.Untested
+	rw.st.acked = append(rw.st.acked, in.Acked...)
+	rw.st.probes = rw.st.probes.Add(in.Probes)
+	if rw.st.reached == nil {
+		rw.st.reached = map[string]int{}
+	}
+	for p, n := range in.Reached {
+		rw.st.reached[p] += n
+	}
+	for g, held := range rw.Held {
+		if !held || !in.Held[g] {
+			rw.Held[g] = false
+		}
+	}
+	if in.FirstSeed != 0 && (rw.FirstSeed == 0 || in.FirstSeed < rw.FirstSeed) {
+		rw.FirstSeed, rw.Failure, rw.Anomalies, rw.Repro = in.FirstSeed, in.Failure, in.Anomalies, in.Repro
+	}
+	if rw.Error == "" {
+		rw.Error = in.Error
+	}
+	slices.Sort(rw.st.acked)
+}
