@@ -29,16 +29,20 @@ var scenarioCommands = map[string]func(args []string, stdout, stderr io.Writer) 
 	"check":    runCheck,
 	"selftest": runSelfTest,
 	"merge":    runMerge,
+	"explore":  runExplore,
 }
 
 const scenarioUsage = `  list    the built-in scenarios: name, claimed guarantee, description
-  run --scenario S --seed N [--config F] [--faults F] [--messages M] [--trace F] [--html F] [--history F] [--json]
+  run --scenario S --seed N [--config F] [--set K=V] [--faults F] [--messages M] [--trace F] [--html F] [--history F] [--json]
           one run: verdict, trace hash, and on violation the command that replays it
   matrix [--seeds N] [--json] [--parallel P]
           every scenario over N seeds: expected versus observed, first failing seed
   matrix [--shard I/N] --json > F; merge F... [--json] [--junit F]
           a matrix split over machines, each shard's JSON combined into the
           matrix one run on the same seeds prints
+  explore --scenario S --vary K=V1,V2 [--vary ...] [--faults C,...] [--seeds N] [--out F] [--json]
+          the configuration x fault-class grid: per cell the strongest guarantee
+          every seed kept, the first failing seed per guarantee broken, replayable
   sweep --scenario S --seeds A-B [--shard I/N] [--json]
           many seeds of one scenario, spread over shards
   shrink --scenario S --seed N [--out F]
@@ -87,40 +91,80 @@ func badInput(stderr io.Writer, format string, args ...any) int {
 }
 
 // scenarioFlags are --scenario and --config, accepted together wherever
-// a scenario is named.
+// a scenario is named, and --set NAME=VALUE (repeatable) on top.
 type scenarioFlags struct {
 	name, config *string
+	sets         *settings
+}
+
+// settings are --set's NAME=VALUE pairs, in the order given.
+type settings []scenarios.Setting
+
+func (ss *settings) String() string { return strings.TrimPrefix(ss.flags(), " ") }
+
+func (ss *settings) Set(v string) error {
+	name, value, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return fmt.Errorf("%q: want NAME=VALUE, a scenario file's key (acks=1, faults=crash)", v)
+	}
+	*ss = append(*ss, scenarios.Setting{Name: name, Value: value})
+	return nil
+}
+
+// flags renders the pairs as the --set flags that give them.
+func (ss settings) flags() string {
+	var b strings.Builder
+	for _, kv := range ss {
+		fmt.Fprintf(&b, " --set %s", kv)
+	}
+	return b.String()
 }
 
 func addScenarioFlags(fs *flag.FlagSet) scenarioFlags {
-	return scenarioFlags{
+	f := scenarioFlags{
 		name:   fs.String("scenario", "", "a built-in scenario (kafkasim list)"),
 		config: fs.String("config", "", "a scenario file (JSON with Kafka's configuration names)"),
+		sets:   &settings{},
 	}
+	fs.Var(f.sets, "set", "NAME=VALUE: change one key of the scenario, as its file names it (acks=1, min.insync.replicas=1, faults=crash); repeatable")
+	return f
 }
 
 func (f scenarioFlags) load() (scenarios.Scenario, error) {
+	var s scenarios.Scenario
+	var err error
 	switch {
 	case *f.config != "" && *f.name != "":
 		return scenarios.Scenario{}, fmt.Errorf("--scenario %s and --config %s: give one", *f.name, *f.config)
 	case *f.config != "":
-		return scenarios.Load(*f.config)
+		s, err = scenarios.Load(*f.config)
 	case *f.name != "":
-		return scenarios.Lookup(*f.name)
+		s, err = scenarios.Lookup(*f.name)
+	default:
+		return scenarios.Scenario{}, fmt.Errorf("--scenario or --config is required")
 	}
-	return scenarios.Scenario{}, fmt.Errorf("--scenario or --config is required")
+	if err != nil {
+		return scenarios.Scenario{}, err
+	}
+	if len(*f.sets) == 0 {
+		return s, nil
+	}
+	return scenarios.Set(s, *f.sets...)
+}
+
+// base is the flags naming the scenario, without --set: "--scenario S" or
+// "--config F".
+func (f scenarioFlags) base() string {
+	if *f.config != "" {
+		return "--config " + *f.config
+	}
+	return "--scenario " + *f.name
 }
 
 // repro is the command that replays a run.
 func repro(f scenarioFlags, seed uint64, faultsFile string, messages int) string {
 	var b strings.Builder
-	b.WriteString("kafkasim run")
-	if *f.config != "" {
-		fmt.Fprintf(&b, " --config %s", *f.config)
-	} else {
-		fmt.Fprintf(&b, " --scenario %s", *f.name)
-	}
-	fmt.Fprintf(&b, " --seed %d", seed)
+	fmt.Fprintf(&b, "kafkasim run %s%s --seed %d", f.base(), f.sets.flags(), seed)
 	if faultsFile != "" {
 		fmt.Fprintf(&b, " --faults %s", faultsFile)
 	}

@@ -178,12 +178,7 @@ func (st *stats) add(r *scenarios.Result) {
 // ackQuantile is the q-quantile of the runs' acknowledged fractions
 // (nearest rank; 0 with no runs).
 func (st *stats) ackQuantile(q float64) float64 {
-	if len(st.acked) == 0 {
-		return 0
-	}
-	xs := slices.Clone(st.acked)
-	slices.Sort(xs)
-	return xs[int(q*float64(len(xs)-1))]
+	return quantile(slices.Sorted(slices.Values(st.acked)), q)
 }
 
 func anomalyNames(r *scenarios.Result) string {
