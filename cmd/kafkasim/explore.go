@@ -227,7 +227,7 @@ func runExplore(args []string, stdout, stderr io.Writer) int {
 		shard = fmt.Sprintf("%d/%d", si, sn)
 	}
 	for _, c := range g.cells {
-		c.Base, c.Shard = base.Name, shard
+		c.Base, c.Expect, c.Order, c.Shard = base.Name, base.Expect, base.Order, shard
 	}
 
 	// Cells already in --out (same seeds, same shard) are read back.

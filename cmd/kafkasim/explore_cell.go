@@ -15,7 +15,11 @@ import (
 // seed held it, every seed's acknowledged fraction, the seeds that reached
 // each probe, each guarantee's lowest failing seed), so a merge is exact.
 type cell struct {
-	Base string `json:"base"` // the base scenario's name
+	// Base is the base scenario's name, Expect and Order what it claims
+	// (a cell breaking them fails in JUnit).
+	Base   string             `json:"base"`
+	Expect checkers.Guarantee `json:"expect"`
+	Order  checkers.Order     `json:"order,omitempty"`
 	// Config is the configuration as NAME=VALUE pairs, the axes' order.
 	Config []string `json:"config"`
 	Faults string   `json:"faults"`

@@ -23,26 +23,42 @@ import (
 // twice, and is refused.
 func runMerge(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("merge")
-	asJSON := fs.Bool("json", false, "print one JSON object per scenario")
-	junit := fs.String("junit", "", "also write the results as JUnit XML to this file (a test case per scenario)")
+	asJSON := fs.Bool("json", false, "print one JSON object per scenario (per cell, for explore's shards)")
+	junit := fs.String("junit", "", "also write the results as JUnit XML to this file (a test case per scenario or cell)")
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
 	if fs.NArg() == 0 {
-		return badInput(stderr, "merge: give the shards' JSON files (from kafkasim matrix --shard I/N --json)")
+		return badInput(stderr, "merge: give the shards' JSON files (from kafkasim matrix or explore --shard I/N --json)")
 	}
 	var list []scenarios.Scenario
 	rows := map[string]*row{}
+	var g *grid                    // explore's shards
 	shardOf := map[string]string{} // shard "I/N" -> the file that held it
 	split := uint64(0)
-	for _, path := range fs.Args() {
-		shard, err := mergeFile(path, &list, rows)
+	for k, path := range fs.Args() {
+		explore, err := isExploreFile(path)
+		if err != nil {
+			return badInput(stderr, "merge: %v", err)
+		}
+		if k > 0 && explore != (g != nil) {
+			return badInput(stderr, "merge: %s and %s are not both matrix or both explore output", fs.Arg(0), path)
+		}
+		var shard string
+		if explore {
+			if g == nil {
+				g = &grid{}
+			}
+			shard, err = mergeCellsFile(path, g)
+		} else {
+			shard, err = mergeFile(path, &list, rows)
+		}
 		if err != nil {
 			return badInput(stderr, "merge: %v", err)
 		}
 		i, n := uint64(1), uint64(1)
 		if shard != "" {
-			i, n, _ = parseShard(shard) // mergeFile checked it
+			i, n, _ = parseShard(shard) // the file's reader checked it
 		}
 		switch {
 		case split != 0 && n != split:
@@ -58,11 +74,122 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 			return badInput(stderr, "merge: shard %d/%d is missing", i, split)
 		}
 	}
+	if g != nil {
+		seeds := 0
+		for _, c := range g.cells {
+			c.Shard = ""
+			seeds = c.Of
+		}
+		return reportExplore(*g, seeds, *asJSON, *junit, fmt.Sprintf("kafkasim explore %s, %d seeds", g.base.Name, seeds), stdout, stderr)
+	}
 	seeds := 0
 	for _, rw := range rows {
 		seeds = max(seeds, rw.Seeds)
 	}
 	return reportMatrix(list, rows, *asJSON, *junit, fmt.Sprintf("kafkasim matrix, %d seeds", seeds), stdout, stderr)
+}
+
+// isExploreFile says whether path holds explore's cells (a first line
+// with a configuration) rather than matrix rows.
+func isExploreFile(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var probe map[string]json.RawMessage
+		if err := json.Unmarshal(sc.Bytes(), &probe); err != nil {
+			return false, fmt.Errorf("%s: not JSON lines from kafkasim matrix or explore --json: %v", path, err)
+		}
+		_, ok := probe["config"]
+		return ok, nil
+	}
+	return false, sc.Err()
+}
+
+// mergeCellsFile adds one explore shard's cells into g: the first file
+// lays out the grid (its cells' order, its fault classes, the
+// configurations not run), each later one must hold the same cells.
+func mergeCellsFile(path string, g *grid) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	first := len(g.cells) == 0 && len(g.skipped) == 0
+	byKey := map[string]*cell{}
+	for _, c := range g.cells {
+		byKey[c.key()] = c
+	}
+	shard, line, seen := "", 0, map[string]bool{}
+	for sc.Scan() {
+		line++
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var in cell
+		if err := json.Unmarshal(sc.Bytes(), &in); err != nil {
+			return "", fmt.Errorf("%s:%d: not an explore cell (kafkasim explore --json): %v", path, line, err)
+		}
+		if in.Faults == "" {
+			var sk skip
+			_ = json.Unmarshal(sc.Bytes(), &sk)
+			if sk.Skipped == "" {
+				return "", fmt.Errorf("%s:%d: neither a cell nor a configuration not run", path, line)
+			}
+			if first {
+				g.skipped = append(g.skipped, sk)
+			}
+			continue
+		}
+		if in.Shard != "" {
+			if _, _, err := parseShard(in.Shard); err != nil {
+				return "", fmt.Errorf("%s:%d: %v", path, line, err)
+			}
+		}
+		if len(seen) > 0 && in.Shard != shard {
+			return "", fmt.Errorf("%s:%d: shard %q, but the file's first cell is of shard %q", path, line, in.Shard, shard)
+		}
+		shard = in.Shard
+		if seen[in.key()] {
+			return "", fmt.Errorf("%s:%d: cell %s twice in one file", path, line, in.key())
+		}
+		seen[in.key()] = true
+		c := byKey[in.key()]
+		switch {
+		case c == nil && !first:
+			return "", fmt.Errorf("%s:%d: cell %s is not in the other shards: shards of different explores", path, line, in.key())
+		case c == nil:
+			if len(g.cells) == 0 {
+				g.base = scenarios.Scenario{Name: in.Base, Expect: in.Expect, Order: in.Order}
+			}
+			c = newCell(in.Config, in.Faults, in.Of)
+			c.Base, c.Expect, c.Order = in.Base, in.Expect, in.Order
+			g.cells = append(g.cells, c)
+			byKey[c.key()] = c
+			if !slices.Contains(g.classes, in.Faults) {
+				g.classes = append(g.classes, in.Faults)
+			}
+		case c.Base != in.Base || c.Of != in.Of:
+			return "", fmt.Errorf("%s:%d: cell %s is of %s over %d seeds, the other shards' of %s over %d", path, line, in.key(), in.Base, in.Of, c.Base, c.Of)
+		}
+		c.absorb(&in)
+	}
+	if err := sc.Err(); err != nil {
+		return "", fmt.Errorf("%s: %v", path, err)
+	}
+	if !first && len(seen) != len(g.cells) {
+		return "", fmt.Errorf("%s: %d cells, the other shards %d: shards of different explores", path, len(seen), len(g.cells))
+	}
+	return shard, nil
 }
 
 // mergeFile adds one shard's rows into rows (appending scenarios new to
