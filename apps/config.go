@@ -84,6 +84,25 @@ type WorkloadConfig struct {
 	// setting: the application's own failures) — before it rewinds and
 	// processes the inputs again.
 	AbortPercent int `json:"abort.percent"`
+	// ResendOnError is an application habit, not a Kafka setting: when its
+	// producer reports a send failed — delivery.timeout.ms expired (KIP-91:
+	// an indefinite failure, the record may be in the log), retries ran
+	// out, a fatal error — the application sends the same message again,
+	// as one that "never drops a message" does. The second send is a new
+	// record to the producer: with enable.idempotence it gets a new
+	// sequence (and, after an epoch bump, a new epoch), so the broker
+	// cannot know it for a duplicate. The queue of messages to resend is
+	// the application's memory: a crash loses it.
+	ResendOnError bool `json:"resend.on.error"`
+	// RewindOnAbort is an application habit: after aborting a transaction
+	// a consume-transform-produce processor seeks back to the group's
+	// committed offsets, so the aborted transaction's inputs are read and
+	// processed again — Kafka leaves this to the application (the
+	// KafkaProducer javadoc's abortTransaction example; Kafka Streams
+	// does it by closing its tasks dirty and reinitialising them). False:
+	// the processor keeps its position and goes on with the next inputs,
+	// so what the aborted transaction consumed is never processed.
+	RewindOnAbort bool `json:"rewind.on.abort"`
 }
 
 // Workload kinds and commit patterns.

@@ -4,7 +4,8 @@
 //
 //   - producerApp (producer.go): sends its share of the workload's
 //     messages, one every interval, each to a chosen partition, and
-//     records every send with its outcome.
+//     records every send with its outcome; with workload.resend.on.error
+//     it sends a message again when its send failed.
 //   - consumerApp (consumer.go): a sink pipeline stage — polls its
 //     assigned input partitions, writes one output per input to the sink
 //     and commits per workload.commit: commit-before-process,
@@ -13,7 +14,8 @@
 //   - processorApp (processor.go): consume-transform-produce with
 //     transactions — a group member that writes outputs and input offsets
 //     in one transaction (sendOffsetsToTransaction), aborts and rewinds on
-//     failure, and is fenced by its restarted successor.
+//     failure (keeps its position instead, with workload.rewind.on.abort
+//     false), and is fenced by its restarted successor.
 //   - readerApp (reader.go): the downstream reader, following the output
 //     from offset 0 with the downstream isolation.level while the run goes
 //     on.

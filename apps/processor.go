@@ -376,6 +376,10 @@ func (a *processorApp) abort(t *txnRun, cause error) {
 		case gen != a.producers:
 		case err != nil:
 			a.recover()
+		case !wl.cfg.Workload.RewindOnAbort:
+			// The habit of workload.rewind.on.abort false: carry on from
+			// the position past the aborted transaction's inputs.
+			a.poll()
 		default:
 			a.rewind()
 		}

@@ -19,6 +19,7 @@ type producerApp struct {
 	rt      *rpcRouter
 	p       *client.Producer
 	process string
+	ticking bool // a tick is armed
 }
 
 func (a *producerApp) Start(e env.Env) {
@@ -27,7 +28,8 @@ func (a *producerApp) Start(e env.Env) {
 	a.rt = newRPCRouter(e)
 	node := ProducerNode(a.index)
 	a.process = wl.process(node)
-	wl.pending[a.index] = 0 // what the last incarnation had in flight is lost with it
+	wl.pending[a.index] = 0  // what the last incarnation had in flight is lost with it
+	wl.resend[a.index] = nil // and what it meant to send again
 	s := wl.cfg.Producer
 	o := client.DefaultProducerOptions(wl.cfg.Brokers...)
 	o.ConnectionOptions = wl.connection(node)
@@ -53,7 +55,7 @@ func (a *producerApp) Start(e env.Env) {
 		panic(fmt.Sprintf("scenario %q: producer options: %v", wl.cfg.Name, err))
 	}
 	a.p = p
-	e.AfterFunc(a.interval(), a.tick)
+	a.schedule()
 }
 
 // interval spreads a producer's messages over the first 95% of the
@@ -64,17 +66,33 @@ func (a *producerApp) interval() time.Duration {
 	return max(time.Millisecond, time.Duration(w.DurationMs)*time.Millisecond*95/100/time.Duration(per))
 }
 
+// resend is a failed send the application will send again.
+type resend struct {
+	msg history.Message
+	tp  metadata.TopicPartition
+}
+
+// tick sends the next message — a failed one to send again first — and
+// schedules the next tick while there is something to send.
 func (a *producerApp) tick() {
 	wl := a.wl
 	i := a.index
-	if wl.cursor[i] >= len(wl.inputs[i]) {
+	var msg history.Message
+	var tp metadata.TopicPartition
+	switch {
+	case len(wl.resend[i]) > 0:
+		msg, tp = wl.resend[i][0].msg, wl.resend[i][0].tp
+		wl.resend[i] = wl.resend[i][1:]
+	case wl.cursor[i] < len(wl.inputs[i]):
+		n := wl.cursor[i]
+		msg = wl.inputs[i][n]
+		wl.cursor[i]++
+		seq := i + n*wl.cfg.Workload.Producers
+		tp = metadata.TopicPartition{Topic: InputTopic, Partition: int32(seq % wl.cfg.Partitions)}
+	default:
+		a.ticking = false
 		return
 	}
-	n := wl.cursor[i]
-	msg := wl.inputs[i][n]
-	wl.cursor[i]++
-	seq := i + n*wl.cfg.Workload.Producers
-	tp := metadata.TopicPartition{Topic: InputTopic, Partition: int32(seq % wl.cfg.Partitions)}
 	id := wl.rec.Invoke(history.Op{
 		Process: a.process, Node: ProducerNode(i), Kind: history.KindSend, Call: wl.now(),
 		Send: &history.Send{TP: HTP(tp), Messages: []history.Message{msg}, Offset: history.NoOffset},
@@ -88,8 +106,21 @@ func (a *producerApp) tick() {
 			wl.acknowledged[tp] = max(wl.acknowledged[tp], offset+1)
 		}
 		wl.rec.Complete(id, wl.now(), outcomeOf(r.Outcome), history.Result{Offset: offset, Error: errText(r.Err)})
+		if r.Outcome != client.OK && wl.cfg.Workload.ResendOnError && !wl.stopped {
+			wl.resend[i] = append(wl.resend[i], resend{msg, tp})
+			a.schedule()
+		}
 	})
-	a.e.AfterFunc(a.interval(), a.tick)
+	a.ticking = false
+	a.schedule()
+}
+
+// schedule arms the next tick unless one is armed.
+func (a *producerApp) schedule() {
+	if !a.ticking {
+		a.ticking = true
+		a.e.AfterFunc(a.interval(), a.tick)
+	}
 }
 
 func (a *producerApp) Connected(c env.ConnID, peer string, in bool) { a.rt.Connected(c, peer, in) }

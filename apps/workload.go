@@ -23,7 +23,10 @@ type Workload struct {
 	inputs  [][]history.Message // per producer
 	cursor  []int               // per producer: the next message to send
 	pending []int               // per producer: sends not yet resolved, this incarnation
-	incarn  map[string]int      // per node: how many times its application started
+	// resend is, per producer, the failed sends its application will send
+	// again (workload.resend.on.error): this incarnation's memory.
+	resend [][]resend
+	incarn map[string]int // per node: how many times its application started
 	// producersMade counts, per processor, the transactional producers it
 	// made (for a fresh transactional.id per producer).
 	producersMade map[int]int
@@ -57,6 +60,7 @@ func NewWorkload(cfg Config, rec *history.Recorder, clock func() int64) *Workloa
 		wl.inputs = append(wl.inputs, msgs)
 		wl.cursor = append(wl.cursor, 0)
 		wl.pending = append(wl.pending, 0)
+		wl.resend = append(wl.resend, nil)
 	}
 	return wl
 }
@@ -115,7 +119,7 @@ func (wl *Workload) Topics() []string {
 // Produced reports whether every producer sent everything and heard back.
 func (wl *Workload) Produced() bool {
 	for p := range wl.inputs {
-		if wl.cursor[p] < len(wl.inputs[p]) || wl.pending[p] > 0 {
+		if wl.cursor[p] < len(wl.inputs[p]) || wl.pending[p] > 0 || len(wl.resend[p]) > 0 {
 			return false
 		}
 	}

@@ -252,6 +252,11 @@ var catalogue = slices.Concat(
 			s.Producer.EnableIdempotence = false
 			s.Workload.Kind, s.Faults, s.Expect, s.Refutes = ProduceOnly, "network", checkers.AtLeastOnce, checkers.ExactlyOnce
 		}),
+		scenario("acks-all-idempotent-resend-on-error", "twin of acks-all-idempotent: the application sends again what its producer gave up on (workload.resend.on.error), with timeouts short enough that the producer gives up during a failover (request.timeout.ms 3000, delivery.timeout.ms 6000, KIP-91): a send that expired may have landed, and the message sent again is a new record to the broker — a new sequence, so idempotence cannot drop it — and lands twice", func(s *Scenario) {
+			s.Workload.Kind, s.Workload.ResendOnError = ProduceOnly, true
+			s.Producer.RequestTimeoutMs, s.Producer.DeliveryTimeoutMs = 3000, 6000
+			s.Faults, s.Expect, s.Refutes = "crash", checkers.AtLeastOnce, checkers.ExactlyOnce
+		}),
 		scenario("acks-all-retries-reorders", "twin of acks-all-idempotent: retries without idempotence and max.in.flight.requests.per.connection 5 — a batch that failed is retried behind the ones sent after it, so the producer's messages land out of order", func(s *Scenario) {
 			s.Producer.EnableIdempotence = false
 			s.Workload.Kind, s.Faults, s.Expect, s.RefutesOrder = ProduceOnly, "network", checkers.AtLeastOnce, checkers.PartitionOrder
@@ -339,6 +344,11 @@ var catalogue = slices.Concat(
 			transformPipeline(s)
 			s.Consumer.IsolationLevel = "read_uncommitted"
 			s.Faults, s.Expect, s.Refutes = "crash,network", checkers.AtLeastOnce, checkers.ExactlyOnce
+		}),
+		scenario("eos-keeps-position-after-abort", "twin of eos-consume-transform-produce: after aborting a transaction the processor keeps its position instead of seeking back to the group's committed offsets (workload.rewind.on.abort false) — Kafka leaves the rewind to the application — so the aborted transaction's inputs are never processed: their outputs are lost", func(s *Scenario) {
+			transformPipeline(s)
+			s.Workload.RewindOnAbort = false
+			s.Faults, s.Expect, s.Refutes = "crash", checkers.AtMostOnce, checkers.ExactlyOnce
 		}),
 		scenario("eos-no-stable-transactional-id", "twin of eos-consume-transform-produce: a fresh transactional.id per producer — what a crashed or replaced producer left open is never fenced and holds the output and the offsets until transaction.timeout.ms", func(s *Scenario) {
 			transformPipeline(s)

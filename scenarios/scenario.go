@@ -191,7 +191,7 @@ func Defaults() Scenario {
 		},
 		Consumer: Consumer{IsolationLevel: "read_committed", AutoCommitIntervalMs: 1000, AutoOffsetReset: "earliest",
 			SessionTimeoutMs: 6000, HeartbeatIntervalMs: 1000, MaxPollIntervalMs: 30000, FetchMinBytes: 1, FetchMaxWaitMs: 500},
-		Workload:   Workload{Messages: 300, Producers: 1, Consumers: 1, DurationMs: 30000, ProcessingMs: 50},
+		Workload:   Workload{Messages: 300, Producers: 1, Consumers: 1, DurationMs: 30000, ProcessingMs: 50, RewindOnAbort: true},
 		Faults:     "none",
 		FaultsRate: 1,
 	}
@@ -360,6 +360,8 @@ func (s Scenario) Validate() error {
 		return bad("workload.consumers %d outside [0, 64]", w.Consumers)
 	case w.ProcessingMs < 0 || w.ProcessingMs > 60000:
 		return bad("workload.processing.ms %d outside [0, 60000]", w.ProcessingMs)
+	case !w.RewindOnAbort && w.Kind != ConsumeTransformProduce:
+		return bad("workload.rewind.on.abort false is a consume-transform-produce processor's habit (after an abort it keeps its position)")
 	case w.CommitIntervalMs < 0 || w.CommitIntervalMs > 60000 || (w.CommitIntervalMs > 0 && w.Kind != ConsumeTransformProduce):
 		return bad("workload.commit.interval.ms %d: in [0, 60000], for consume-transform-produce", w.CommitIntervalMs)
 	}

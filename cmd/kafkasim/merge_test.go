@@ -73,7 +73,7 @@ func TestMergeRefusesAMissingOrRepeatedShard(t *testing.T) {
 	}{
 		{files[:2], "shard 3/3 is missing"},
 		{[]string{files[0], files[1], files[1], files[2]}, "are both shard 2/3"},
-		{[]string{notJSON}, "not a matrix row"},
+		{[]string{notJSON}, "not JSON lines from kafkasim matrix or explore --json"},
 		{nil, "give the shards' JSON files"},
 	} {
 		var errb bytes.Buffer
