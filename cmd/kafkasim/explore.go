@@ -170,6 +170,7 @@ func runExplore(args []string, stdout, stderr io.Writer) int {
 	shardFlag := fs.String("shard", "1/1", "this shard I of N: runs the seeds s with s mod N == I-1 of every cell")
 	asJSON := fs.Bool("json", false, "print one JSON object per cell (and per skipped configuration)")
 	junit := fs.String("junit", "", "also write the grid as JUnit XML to this file (a test case per cell)")
+	htmlFile := fs.String("html", "", "also write the grid as one self-contained HTML page, each cell opening its details and its first failure's timeline")
 	outFile := fs.String("out", "", "append each cell's JSON to this file as it completes, and read back the cells already there (resumable)")
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
@@ -314,7 +315,7 @@ func runExplore(args []string, stdout, stderr io.Writer) int {
 	if shard != "" {
 		name += ", shard " + shard
 	}
-	return reportExplore(g, *seeds, *asJSON, *junit, name, stdout, stderr)
+	return reportExplore(g, *seeds, *asJSON, *junit, *htmlFile, *parallel, name, stdout, stderr)
 }
 
 // readCells reads the cells a previous run appended to path (none if it

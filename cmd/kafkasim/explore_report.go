@@ -23,7 +23,7 @@ import (
 // Exit: 0 once the grid is computed (what a cell observed is a finding,
 // not a failure of the command), 1 if some run could not complete (the
 // cell's evidence is short), 2 on bad input (before anything runs).
-func reportExplore(g grid, seeds int, asJSON bool, junit, suiteName string, stdout, stderr io.Writer) int {
+func reportExplore(g grid, seeds int, asJSON bool, junit, htmlFile string, parallel int, suiteName string, stdout, stderr io.Writer) int {
 	exit := exitOK
 	suite := junitSuite{Name: suiteName}
 	for _, c := range g.cells {
@@ -39,6 +39,17 @@ func reportExplore(g grid, seeds int, asJSON bool, junit, suiteName string, stdo
 	if err := writeJUnit(junit, suite); err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitBadInput
+	}
+	if htmlFile != "" {
+		p, err := explorePage(g, seeds, parallel)
+		if err != nil {
+			fmt.Fprintf(stderr, "kafkasim: --html: a failure's timeline: %v\n", err)
+			exit = max(exit, exitViolation)
+		}
+		if err := writePage(htmlFile, p); err != nil {
+			fmt.Fprintln(stderr, err)
+			return exitBadInput
+		}
 	}
 	if asJSON {
 		for _, c := range g.cells {

@@ -79,7 +79,7 @@ func TestAnExploreIsTheSameEveryRunAndItsFailuresReplay(t *testing.T) {
 // byte for byte: table, JSON and JUnit.
 func TestAnExploreSplitIntoShardsAndMergedIsTheUnshardedExplore(t *testing.T) {
 	dir := t.TempDir()
-	wantJSON, wantCode := runCmd(t, append(exploreArgs, "--json", "--junit", filepath.Join(dir, "one.xml"))...)
+	wantJSON, wantCode := runCmd(t, append(exploreArgs, "--json", "--junit", filepath.Join(dir, "one.xml"), "--html", filepath.Join(dir, "one.html"))...)
 	wantTable, _ := runCmd(t, exploreArgs...)
 	var files []string
 	for i := 1; i <= 3; i++ {
@@ -90,17 +90,19 @@ func TestAnExploreSplitIntoShardsAndMergedIsTheUnshardedExplore(t *testing.T) {
 		}
 		files = append(files, f)
 	}
-	gotJSON, gotCode := runCmd(t, append([]string{"merge", "--json", "--junit", filepath.Join(dir, "merged.xml")}, files...)...)
+	gotJSON, gotCode := runCmd(t, append([]string{"merge", "--json", "--junit", filepath.Join(dir, "merged.xml"), "--html", filepath.Join(dir, "merged.html")}, files...)...)
 	if gotJSON != wantJSON || gotCode != wantCode {
 		t.Errorf("merged (exit %d):\n%s\nunsharded (exit %d):\n%s", gotCode, gotJSON, wantCode, wantJSON)
 	}
 	if got, _ := runCmd(t, "merge", files[2], files[0], files[1]); got != wantTable {
 		t.Errorf("merged table:\n%s\nunsharded:\n%s", got, wantTable)
 	}
-	one, _ := os.ReadFile(filepath.Join(dir, "one.xml"))
-	merged, _ := os.ReadFile(filepath.Join(dir, "merged.xml"))
-	if !bytes.Equal(one, merged) {
-		t.Errorf("merged JUnit:\n%s\nunsharded:\n%s", merged, one)
+	for _, f := range []string{"xml", "html"} {
+		one, _ := os.ReadFile(filepath.Join(dir, "one."+f))
+		merged, _ := os.ReadFile(filepath.Join(dir, "merged."+f))
+		if len(one) == 0 || !bytes.Equal(one, merged) {
+			t.Errorf("merged %s (%d bytes) is not the unsharded one (%d bytes)", f, len(merged), len(one))
+		}
 	}
 	var errb bytes.Buffer
 	if code := run([]string{"merge", files[0], files[2]}, &bytes.Buffer{}, &errb); code != exitBadInput || !strings.Contains(errb.String(), "shard 2/3 is missing") {
@@ -144,5 +146,32 @@ func TestAnExploreCutShortResumesFromItsOutFile(t *testing.T) {
 	}
 	if got, _ := runCmd(t, append(exploreArgs, "--out", out)...); !strings.Contains(got, "0.25/0.25") {
 		t.Errorf("the cell in --out was rerun, not read back:\n%s", got)
+	}
+}
+
+// The page --html writes: a row per configuration, a cell per fault
+// class, each cell opening its details; a cell that broke something
+// shows the timeline of its first failing seed, witnesses outlined.
+func TestAnExplorePageOpensEveryCellAndDrawsItsFirstFailure(t *testing.T) {
+	page := filepath.Join(t.TempDir(), "grid.html")
+	runCmd(t, append(exploreArgs, "--html", page)...)
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(b)
+	if n := strings.Count(html, "<tr><th>acks="); n != 3 {
+		t.Errorf("%d configuration rows, want 3", n)
+	}
+	for i := range 6 {
+		if !strings.Contains(html, fmt.Sprintf(`href="#d-%d"`, i)) || !strings.Contains(html, fmt.Sprintf(`id="d-%d"`, i)) {
+			t.Errorf("cell d-%d has no link or no detail", i)
+		}
+	}
+	if !strings.Contains(html, "where exactly-once first broke") || !strings.Contains(html, "<svg") || !strings.Contains(html, `stroke="#0d47a1"`) {
+		t.Errorf("no first failure's timeline with its witnesses outlined")
+	}
+	if !strings.Contains(html, "acks=1 enable.idempotence=true: enable.idempotence requires acks=all") {
+		t.Errorf("the refused combination is not on the page")
 	}
 }

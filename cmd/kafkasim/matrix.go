@@ -146,6 +146,7 @@ func runMatrix(args []string, stdout, stderr io.Writer) int {
 	claimsOnly := fs.Bool("claims", false, "only the claims, no weak twins (the nightly run)")
 	shardFlag := fs.String("shard", "1/1", "this shard I of N: runs the seeds s with s mod N == I-1")
 	junit := fs.String("junit", "", "also write the results as JUnit XML to this file (a test case per scenario)")
+	htmlFile := fs.String("html", "", "also write the matrix as one self-contained HTML page, each scenario opening its details and its first failing seed's timeline")
 	saveDir := fs.String("save-failures", "", "shrink each violated claim's first failing seed and save it into this directory as a regression file")
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
@@ -225,14 +226,14 @@ func runMatrix(args []string, stdout, stderr io.Writer) int {
 	if sn > 1 {
 		name += fmt.Sprintf(", shard %d/%d", si, sn)
 	}
-	return reportMatrix(list, rows, *asJSON, *junit, name, stdout, stderr)
+	return reportMatrix(list, rows, *asJSON, *junit, *htmlFile, *parallel, name, stdout, stderr)
 }
 
 // reportMatrix judges every row (list's order) and prints the matrix: a
 // table, the probes reached, the rows below the power targets and the
 // overall word, or a JSON object per row; and writes the JUnit file if
 // junit names one.
-func reportMatrix(list []scenarios.Scenario, rows map[string]*row, asJSON bool, junit, suiteName string, stdout, stderr io.Writer) int {
+func reportMatrix(list []scenarios.Scenario, rows map[string]*row, asJSON bool, junit, htmlFile string, parallel int, suiteName string, stdout, stderr io.Writer) int {
 	exit := exitOK
 	var weak []string
 	suite := junitSuite{Name: suiteName}
@@ -266,6 +267,18 @@ func reportMatrix(list []scenarios.Scenario, rows map[string]*row, asJSON bool, 
 	if err := writeJUnit(junit, suite); err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitBadInput
+	}
+	if htmlFile != "" {
+		title := strings.Replace(suiteName, ", shard", " — shard", 1)
+		p, err := matrixPage(list, rows, title, parallel)
+		if err != nil {
+			fmt.Fprintf(stderr, "kafkasim: --html: a failure's timeline: %v\n", err)
+			exit = exitViolation
+		}
+		if err := writePage(htmlFile, p); err != nil {
+			fmt.Fprintln(stderr, err)
+			return exitBadInput
+		}
 	}
 	if asJSON {
 		return exit

@@ -25,6 +25,7 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("merge")
 	asJSON := fs.Bool("json", false, "print one JSON object per scenario (per cell, for explore's shards)")
 	junit := fs.String("junit", "", "also write the results as JUnit XML to this file (a test case per scenario or cell)")
+	htmlFile := fs.String("html", "", "also write the results as one HTML page, as matrix or explore --html does (replaying each first failure)")
 	if code, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return code
 	}
@@ -80,13 +81,13 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 			c.Shard = ""
 			seeds = c.Of
 		}
-		return reportExplore(*g, seeds, *asJSON, *junit, fmt.Sprintf("kafkasim explore %s, %d seeds", g.base.Name, seeds), stdout, stderr)
+		return reportExplore(*g, seeds, *asJSON, *junit, *htmlFile, 0, fmt.Sprintf("kafkasim explore %s, %d seeds", g.base.Name, seeds), stdout, stderr)
 	}
 	seeds := 0
 	for _, rw := range rows {
 		seeds = max(seeds, rw.Seeds)
 	}
-	return reportMatrix(list, rows, *asJSON, *junit, fmt.Sprintf("kafkasim matrix, %d seeds", seeds), stdout, stderr)
+	return reportMatrix(list, rows, *asJSON, *junit, *htmlFile, 0, fmt.Sprintf("kafkasim matrix, %d seeds", seeds), stdout, stderr)
 }
 
 // isExploreFile says whether path holds explore's cells (a first line

@@ -26,7 +26,7 @@ func TestAMatrixSplitIntoShardsAndMergedIsTheUnshardedMatrix(t *testing.T) {
 		}
 		return out.String(), code
 	}
-	wantJSON, wantCode := runOut(append(base, "--json", "--junit", filepath.Join(dir, "one.xml"))...)
+	wantJSON, wantCode := runOut(append(base, "--json", "--junit", filepath.Join(dir, "one.xml"), "--html", filepath.Join(dir, "one.html"))...)
 	wantTable, _ := runOut(base...)
 	var files []string
 	for i := 1; i <= 4; i++ {
@@ -37,7 +37,7 @@ func TestAMatrixSplitIntoShardsAndMergedIsTheUnshardedMatrix(t *testing.T) {
 		}
 		files = append(files, f)
 	}
-	gotJSON, gotCode := runOut(append([]string{"merge", "--json", "--junit", filepath.Join(dir, "merged.xml")}, files...)...)
+	gotJSON, gotCode := runOut(append([]string{"merge", "--json", "--junit", filepath.Join(dir, "merged.xml"), "--html", filepath.Join(dir, "merged.html")}, files...)...)
 	if gotJSON != wantJSON || gotCode != wantCode {
 		t.Errorf("merged JSON (exit %d):\n%s\nunsharded (exit %d):\n%s", gotCode, gotJSON, wantCode, wantJSON)
 	}
@@ -46,10 +46,12 @@ func TestAMatrixSplitIntoShardsAndMergedIsTheUnshardedMatrix(t *testing.T) {
 	if gotTable != wantTable {
 		t.Errorf("merged table:\n%s\nunsharded:\n%s", gotTable, wantTable)
 	}
-	one, _ := os.ReadFile(filepath.Join(dir, "one.xml"))
-	merged, _ := os.ReadFile(filepath.Join(dir, "merged.xml"))
-	if !bytes.Equal(one, merged) {
-		t.Errorf("merged JUnit:\n%s\nunsharded:\n%s", merged, one)
+	for _, f := range []string{"xml", "html"} {
+		one, _ := os.ReadFile(filepath.Join(dir, "one."+f))
+		merged, _ := os.ReadFile(filepath.Join(dir, "merged."+f))
+		if len(one) == 0 || !bytes.Equal(one, merged) {
+			t.Errorf("merged %s (%d bytes) is not the unsharded one (%d bytes)", f, len(merged), len(one))
+		}
 	}
 }
 
