@@ -22,7 +22,7 @@ func TestAPageIsSelfContainedDeterministicAndEscaped(t *testing.T) {
 	v := checkers.Verdict{Anomalies: []checkers.Anomaly{{Name: "lost-write", Breaks: []checkers.Guarantee{checkers.AtLeastOnce},
 		Witnesses: []checkers.Witness{{Message: `"v1" <lost>`, Ops: []checkers.OpRef{{ID: 3}}}}}}}
 	p := Page{Title: "t", Corner: "config", Columns: []string{"crash", "network"},
-		Rows: []Row{{Label: "acks=1", Cells: []Cell{{Text: "at-most-once", Tone: AtMostOnce, Detail: "d-0"}, {}}}},
+		Rows:    []Row{{Label: "acks=1", Cells: []Cell{{Text: "at-most-once", Tone: AtMostOnce, Detail: "d-0"}, {}}}},
 		Legend:  []Tone{AtMostOnce},
 		Details: []Detail{{ID: "d-0", Title: "acks=1 under crash", Timeline: TimelineOf("seed 1", h, v, checkers.AtLeastOnce)}}}
 	var a, b bytes.Buffer
