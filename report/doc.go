@@ -15,9 +15,14 @@
 //     an operation a bar from its call to its return coloured by outcome;
 //     the operations an anomaly names as its witnesses outlined and listed;
 //     the faults the nemesis fired as marks across every lane.
-//   - The page is one file: its style inline, no script, no fetched
-//     resource, so it opens from a CI artifact as it is. Links between
-//     cells and details are fragment links (#d-3); the detail a link opens
-//     is highlighted with CSS :target.
+//   - The page is one file: its style inline, no fetched resource, so it
+//     opens from a CI artifact as it is; no script, but a run's page
+//     (RunPage) sets its location to the first witness when opened
+//     without one. Links are fragment links (#d-3, #op-17, #fault-2); what
+//     a link opens is highlighted with CSS :target.
+//   - A RunPage is one failing run (`kafkasim run --html F`): a header
+//     saying what is wrong — scenario, seed, verdict, each anomaly's
+//     witnesses linked to their operations, the faults fired linked to
+//     their marks — above the run's timeline at a readable scale.
 //   - Rendering is deterministic: the same Page gives the same bytes.
 package report

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -173,5 +174,46 @@ func TestAnExplorePageOpensEveryCellAndDrawsItsFirstFailure(t *testing.T) {
 	}
 	if !strings.Contains(html, "acks=1 enable.idempotence=true: enable.idempotence requires acks=all") {
 		t.Errorf("the refused combination is not on the page")
+	}
+}
+
+// run --html opens at what is wrong: a header with the verdict and each
+// anomaly's witnesses as links that land on their operations' bars, the
+// faults fired linked to their marks, the page set to open at the first
+// witness, and Porcupine's view of the partition at fault beside it.
+func TestARunsPageSaysWhatIsWrongAndOpensAtTheFirstWitness(t *testing.T) {
+	dir := t.TempDir()
+	page := filepath.Join(dir, "acks1.html")
+	if _, code := runCmd(t, "run", "--scenario", "acks1-leader-failover", "--seed", "1", "--html", page); code != exitViolation {
+		t.Fatalf("acks1-leader-failover seed 1: exit %d, want a violation", code)
+	}
+	b, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	html := string(b)
+	for _, want := range []string{"acks1-leader-failover, seed 1: violated", `class="violated"`, "<b>lost-write</b>", "faults fired",
+		`href="acks1.porcupine.html"`, "kafkasim run --scenario acks1-leader-failover --seed 1"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "acks1.porcupine.html")); err != nil {
+		t.Errorf("Porcupine's view: %v", err)
+	}
+	links := regexp.MustCompile(`href="#((op|fault)-\d+)"`).FindAllStringSubmatch(html, -1)
+	kinds := map[string]int{}
+	for _, m := range links {
+		kinds[m[2]]++
+		if !strings.Contains(html, `id="`+m[1]+`"`) {
+			t.Errorf("link #%s lands on nothing", m[1])
+		}
+	}
+	if kinds["op"] == 0 || kinds["fault"] == 0 {
+		t.Errorf("links to operations %d, to faults %d: want both", kinds["op"], kinds["fault"])
+	}
+	open := regexp.MustCompile(`location\.hash = "(op-\d+)"`).FindStringSubmatch(html)
+	if open == nil || !strings.Contains(html, `href="#`+open[1]+`"`) {
+		t.Errorf("the page does not open at a witness: %v", open)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/kafkasim/kafkasim/checkers"
 	"github.com/kafkasim/kafkasim/probe"
@@ -242,4 +243,73 @@ func writePage(path string, p report.Page) error {
 		return fmt.Errorf("--html %s: %w", path, err)
 	}
 	return nil
+}
+
+// runPageOf is one run's page: the header that says what is wrong, the
+// timeline at a readable scale with every bar and fault mark an anchor,
+// opened at the first witness drawn. porcupine names the file holding
+// Porcupine's view beside it ("" if none was written).
+func runPageOf(r *scenarios.Result, line, porcupine string) report.RunPage {
+	t := report.TimelineOf(fmt.Sprintf("the run (%s, %d operations; hover a bar for the operation)", r.Simulated.Round(time.Millisecond), len(r.History)), r.History, r.Verdict, "")
+	t.Wide, t.Anchors = true, true
+	verdict := "holds"
+	if !r.Holds {
+		verdict = "violated"
+	}
+	judged := string(r.Checked)
+	if r.Order != checkers.NoOrder {
+		judged += " in " + string(r.Order) + " order"
+	}
+	p := report.RunPage{
+		Title: fmt.Sprintf("%s, seed %d: %s", r.Scenario, r.Seed, verdict),
+		Facts: []report.Fact{{Name: "scenario", Value: r.Scenario}, {Name: "seed", Value: fmt.Sprint(r.Seed)},
+			{Name: "judged", Value: judged}, {Name: "verdict", Value: verdict}, {Name: "observed", Value: string(r.Observed)},
+			{Name: "power", Value: r.Power.String()}, {Name: "trace hash", Value: r.TraceHash}},
+		Repro: line, Timeline: t, Porcupine: porcupine,
+	}
+	if r.Panic != "" {
+		p.Facts = append(p.Facts, report.Fact{Name: "panic", Value: r.Panic})
+	}
+	for _, a := range r.Verdict.Anomalies {
+		ra := report.RunAnomaly{Name: a.Name, Class: string(a.Class), Count: a.Count}
+		var breaks []string
+		for _, g := range a.Breaks {
+			breaks = append(breaks, string(g))
+		}
+		ra.Breaks = strings.Join(breaks, ", ")
+		for _, w := range a.Witnesses {
+			rw := report.RunWitness{Message: w.Message}
+			for _, op := range w.Ops {
+				link := report.OpLink{Label: fmt.Sprintf("[op %d]", op.ID)}
+				if t.Drew(op.ID) {
+					link.Anchor = fmt.Sprintf("op-%d", op.ID)
+					if p.Open == "" {
+						p.Open = link.Anchor
+					}
+				}
+				rw.Ops = append(rw.Ops, link)
+			}
+			ra.Witnesses = append(ra.Witnesses, rw)
+		}
+		p.Anomalies = append(p.Anomalies, ra)
+	}
+	return p
+}
+
+// writeRunPage renders a run's page into path.
+func writeRunPage(path string, p report.RunPage) error {
+	var b bytes.Buffer
+	if err := report.WriteRun(&b, p); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("--html %s: %w", path, err)
+	}
+	return nil
+}
+
+// porcupinePath is where run --html F puts Porcupine's view: F.porcupine.html
+// (F's .html suffix replaced).
+func porcupinePath(page string) string {
+	return strings.TrimSuffix(page, ".html") + ".porcupine.html"
 }

@@ -23,9 +23,10 @@ func browser(t *testing.T) string {
 	return ""
 }
 
-// The pages explore and matrix write read well in a browser: headless
-// Chromium loads each without a script error, its DOM holds the grid with
-// every row, and it renders a screenshot.
+// The pages explore, matrix and run write read well in a browser:
+// headless Chromium loads each without a script error, its DOM holds the
+// grid with every row (a run's: its anomalies and timeline), and it
+// renders a screenshot.
 func TestTheReportPagesRenderInHeadlessChromium(t *testing.T) {
 	chrome := browser(t)
 	dir := t.TempDir()
@@ -33,10 +34,12 @@ func TestTheReportPagesRenderInHeadlessChromium(t *testing.T) {
 	runCmd(t, append(exploreArgs, "--html", explore)...)
 	matrix := filepath.Join(dir, "matrix.html")
 	runCmd(t, "matrix", "--scenarios", "acks0,acks1-leader-failover", "--seeds", "4", "--html", matrix)
+	run := filepath.Join(dir, "run.html")
+	runCmd(t, "run", "--scenario", "acks1-leader-failover", "--seed", "1", "--html", run)
 	for _, c := range []struct {
 		page string
-		rows int
-	}{{explore, 3}, {matrix, 2}} {
+		rows int // the grid's, or -1 for a run's page
+	}{{explore, 3}, {matrix, 2}, {run, -1}} {
 		render := func(args ...string) (string, string) {
 			t.Helper()
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -54,7 +57,10 @@ func TestTheReportPagesRenderInHeadlessChromium(t *testing.T) {
 		if strings.Contains(logs, "Uncaught") || strings.Contains(logs, "SyntaxError") {
 			t.Errorf("%s: script errors:\n%s", c.page, logs)
 		}
-		if !strings.Contains(dom, `<table class="grid" id="grid">`) || strings.Count(dom, "</tr>") != c.rows+1 {
+		switch {
+		case c.rows < 0 && (!strings.Contains(dom, "<h2>anomalies</h2>") || !strings.Contains(dom, "<svg")):
+			t.Errorf("%s: the rendered DOM lacks the anomalies and the timeline:\n%.2000s", c.page, dom)
+		case c.rows >= 0 && (!strings.Contains(dom, `<table class="grid" id="grid">`) || strings.Count(dom, "</tr>") != c.rows+1):
 			t.Errorf("%s: the rendered DOM lacks the grid of %d rows:\n%.2000s", c.page, c.rows, dom)
 		}
 		shot := strings.TrimSuffix(c.page, ".html") + ".png"

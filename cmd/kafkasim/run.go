@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/kafkasim/kafkasim/broker/defect"
@@ -57,7 +58,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	faultsFile := fs.String("faults", "", "a fault schedule (JSON, from shrink) instead of the nemesis's")
 	messages := fs.Int("messages", 0, "override the workload's message count")
 	traceFile := fs.String("trace", "", "write the full trace here as JSON lines")
-	htmlFile := fs.String("html", "", "write the visualization of a non-linearizable partition here")
+	htmlFile := fs.String("html", "", "write the run's page here: what is wrong, witnesses linked to the timeline, opened at the first (and Porcupine's view of the partition at fault beside it, F.porcupine.html)")
 	historyFile := fs.String("history", "", "write the history here as JSON lines (for kafkasim check)")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	defectName := fs.String("defect", "", "plant this broker bug (kafkasim selftest lists them)")
@@ -68,7 +69,11 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return badInput(stderr, "%v", err)
 	}
-	opts := scenarios.RunOptions{Seed: *seed, Messages: *messages, HTML: *htmlFile}
+	opts := scenarios.RunOptions{Seed: *seed, Messages: *messages}
+	if *htmlFile != "" {
+		opts.HTML = porcupinePath(*htmlFile)
+		_ = os.Remove(opts.HTML) // a previous run's would be linked as this one's
+	}
 	if *defectName != "" {
 		d, err := defect.Parse(*defectName)
 		if err != nil {
@@ -107,6 +112,15 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	line := repro(sf, *seed, *faultsFile, *messages)
+	if *htmlFile != "" {
+		porcupine := ""
+		if _, err := os.Stat(opts.HTML); err == nil {
+			porcupine = filepath.Base(opts.HTML)
+		}
+		if err := writeRunPage(*htmlFile, runPageOf(r, line, porcupine)); err != nil {
+			return badInput(stderr, "%v", err)
+		}
+	}
 	if *asJSON {
 		b, _ := json.Marshal(toJSON(r, line))
 		fmt.Fprintln(stdout, string(b))
