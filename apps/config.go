@@ -103,6 +103,17 @@ type WorkloadConfig struct {
 	// the processor keeps its position and goes on with the next inputs,
 	// so what the aborted transaction consumed is never processed.
 	RewindOnAbort bool `json:"rewind.on.abort"`
+	// Membership is how a consume-process-sink pipeline's consumers hold
+	// their partitions, an application habit: "assign" — each assigns its
+	// share (assign()) and commits into the group without membership, as
+	// a simple consumer (generation -1, no member id: the group
+	// coordinator accepts it only while the group has no members, and
+	// fences nothing); "subscribe" — each is a group member (subscribe()),
+	// its partitions handed out in rebalances and its commits fenced by
+	// the generation; "mixed" — consumer 0 is a member and the others
+	// assign their shares, all in one group, as an operator's one-off
+	// assign()-ing job sharing a live group's group.id does.
+	Membership string `json:"membership"`
 }
 
 // Workload kinds and commit patterns.
@@ -115,6 +126,10 @@ const (
 	ProcessThenCommit   = "process-then-commit"
 	AtomicWithOutput    = "atomic-with-output"
 	Transactional       = "transactional"
+
+	MembershipAssign    = "assign"
+	MembershipSubscribe = "subscribe"
+	MembershipMixed     = "mixed"
 )
 
 // AcksValue is acks as the wire has it.

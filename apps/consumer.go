@@ -47,6 +47,13 @@ type consumerApp struct {
 	// versions of the offset keys in the sink (atomic pattern): a write is
 	// conditional on them, which fences a zombie incarnation.
 	versions map[string]uint64
+	// member: the consumer subscribes as a group member (tps is then its
+	// latest assignment) instead of assigning its share.
+	member bool
+	// rebalanced: an assignment came since the last poll began;
+	// assignments counts them (a member's).
+	rebalanced  bool
+	assignments int
 }
 
 const (
@@ -81,11 +88,22 @@ func (a *consumerApp) Start(e env.Env) {
 	o.FetchMaxWait = time.Duration(wl.cfg.Consumer.FetchMaxWaitMs) * time.Millisecond
 	o.FetchMinBytes = int32(wl.cfg.Consumer.FetchMinBytes)
 	o.OnAutoCommit = a.recordAutoCommit
+	m := wl.cfg.Workload.Membership
+	a.member = m == MembershipSubscribe || (m == MembershipMixed && a.index == 0)
+	if a.member {
+		o.SessionTimeout = time.Duration(wl.cfg.Consumer.SessionTimeoutMs) * time.Millisecond
+		o.HeartbeatInterval = time.Duration(wl.cfg.Consumer.HeartbeatIntervalMs) * time.Millisecond
+		o.MaxPollInterval = time.Duration(wl.cfg.Consumer.MaxPollIntervalMs) * time.Millisecond
+	}
 	c, err := client.NewConsumer(e, a.rt.Router, o)
 	if err != nil {
 		panic(fmt.Sprintf("scenario %q: consumer options: %v", wl.cfg.Name, err))
 	}
 	a.c = c
+	if a.member {
+		a.subscribe()
+		return
+	}
 	for p := a.index; p < wl.cfg.Partitions; p += wl.cfg.Workload.Consumers {
 		a.tps = append(a.tps, metadata.TopicPartition{Topic: InputTopic, Partition: int32(p)})
 	}
@@ -101,6 +119,38 @@ func (a *consumerApp) Start(e env.Env) {
 		return
 	}
 	a.poll()
+}
+
+// subscribe makes the consumer a member of the group (workload.membership
+// subscribe, or consumer 0 of mixed): its partitions come in rebalances,
+// its position from the group's committed offsets (the client's own, as
+// KafkaConsumer's), its commits carry the generation.
+func (a *consumerApp) subscribe() {
+	wl := a.wl
+	node := ConsumerNode(a.index)
+	id := wl.rec.Invoke(history.Op{Process: a.process, Node: node, Kind: history.KindSubscribe, Call: wl.now(),
+		Subscribe: &history.Subscribe{Group: GroupID, Topics: []string{InputTopic}}})
+	err := a.c.Subscribe([]string{InputTopic}, client.RebalanceListener{OnPartitionsAssigned: a.assigned})
+	wl.rec.Complete(id, wl.now(), history.OK, history.Result{Error: errText(err)})
+	if err != nil {
+		panic(fmt.Sprintf("scenario %q: subscribe: %v", wl.cfg.Name, err))
+	}
+	a.poll()
+}
+
+// assigned records a member's new share.
+func (a *consumerApp) assigned(tps []client.TopicPartition) {
+	wl := a.wl
+	a.tps = slices.Clone(tps)
+	a.rebalanced = true
+	a.assignments++
+	parts := make([]history.TopicPartition, len(tps))
+	for i, tp := range tps {
+		parts[i] = HTP(tp)
+	}
+	id := wl.rec.Invoke(history.Op{Process: a.process, Node: ConsumerNode(a.index), Kind: history.KindRebalance, Call: wl.now(),
+		Rebalance: &history.Rebalance{Group: GroupID, Assigned: parts}})
+	wl.rec.Complete(id, wl.now(), history.OK, history.Result{})
 }
 
 // resume reads the positions stored with the outputs in the sink and seeks
@@ -137,18 +187,31 @@ func (a *consumerApp) resume() {
 
 func (a *consumerApp) poll() {
 	wl := a.wl
-	before := positions(a.c, a.tps)
+	tps := a.tps
+	if a.member {
+		tps = a.c.Assignment()
+	}
+	before := positions(a.c, tps)
 	iso := history.ReadUncommitted
 	if wl.cfg.Consumer.IsolationLevel == "read_committed" {
 		iso = history.ReadCommitted
 	}
-	id := wl.rec.Invoke(history.Op{Process: a.process, Node: ConsumerNode(a.index), Kind: history.KindPoll, Call: wl.now(), Poll: &history.Poll{Isolation: iso}})
+	poll := &history.Poll{Isolation: iso}
+	if a.member {
+		poll.Group, poll.Rebalanced = GroupID, a.rebalanced
+		a.rebalanced = false
+	}
+	assignments := a.assignments
+	id := wl.rec.Invoke(history.Op{Process: a.process, Node: ConsumerNode(a.index), Kind: history.KindPoll, Call: wl.now(), Poll: poll})
 	a.c.Poll(pollRecordsMax, 500*time.Millisecond, func(recs []client.Record, err error) {
 		outcome := history.OK
 		if err != nil && len(recs) == 0 {
 			outcome = history.Fail // a poll that returned nothing changed nothing
 		}
-		wl.rec.Complete(id, wl.now(), outcome, history.Result{Fetched: fetchesOf(recs, before, false), Error: errText(err)})
+		// A rebalance during the poll restarted positions from the
+		// committed offsets.
+		moved := a.assignments != assignments
+		wl.rec.Complete(id, wl.now(), outcome, history.Result{Fetched: fetchesOf(recs, before, moved), Rebalanced: a.member && a.rebalanced, Error: errText(err)})
 		if pe := (*client.PartitionError)(nil); len(recs) == 0 && errors.As(err, &pe) {
 			a.e.AfterFunc(retryBackoff, func() { a.reposition(pe.TopicPartition) })
 			return

@@ -7,7 +7,7 @@
 //     records every send with its outcome; with workload.resend.on.error
 //     it sends a message again when its send failed.
 //   - consumerApp (consumer.go): a sink pipeline stage — polls its
-//     assigned input partitions, writes one output per input to the sink
+//     input partitions (assigned, or as a group member: workload.membership), writes one output per input to the sink
 //     and commits per workload.commit: commit-before-process,
 //     process-then-commit, atomic-with-output (outputs and offsets in one
 //     conditional sink write) or enable.auto.commit.

@@ -314,6 +314,11 @@ var catalogue = slices.Concat(
 			pipeline(s, CommitBeforeProcess)
 			s.Faults, s.Expect, s.Refutes = "crash", checkers.AtMostOnce, checkers.AtLeastOnce
 		}),
+		scenario("pipeline-assign-beside-members", "twin of pipeline-commit-before-process@clock: consumer 1 assign()s its partition and commits into the group consumer 0 is a member of (workload.membership mixed). While the group has a member its commits are refused (UNKNOWN_MEMBER_ID: Kafka takes a commit without a generation only into an Empty group, ClassicGroup.validateOffsetCommit) and it waits; once a paused member's session expires the group is Empty, and its commit — fenced by no generation — moves the offset of a partition the member already committed further back; the member rejoins there and processes the same inputs again", func(s *Scenario) {
+			pipeline(s, CommitBeforeProcess)
+			s.Workload.Membership = MembershipMixed
+			s.Faults, s.Expect, s.Refutes = "clock", checkers.AtLeastOnce, checkers.AtMostOnce
+		}),
 		scenario("pipeline-process-then-commit-duplicates", "process-then-commit is caught duplicating output: not at-most-once", func(s *Scenario) {
 			pipeline(s, ProcessThenCommit)
 			s.Faults, s.Expect, s.Refutes = "crash", checkers.AtLeastOnce, checkers.AtMostOnce

@@ -114,6 +114,10 @@ const (
 	ProcessThenCommit   = apps.ProcessThenCommit
 	AtomicWithOutput    = apps.AtomicWithOutput
 	Transactional       = apps.Transactional
+
+	MembershipAssign    = apps.MembershipAssign
+	MembershipSubscribe = apps.MembershipSubscribe
+	MembershipMixed     = apps.MembershipMixed
 )
 
 // Checked is the guarantee a run is judged against.
@@ -191,7 +195,7 @@ func Defaults() Scenario {
 		},
 		Consumer: Consumer{IsolationLevel: "read_committed", AutoCommitIntervalMs: 1000, AutoOffsetReset: "earliest",
 			SessionTimeoutMs: 6000, HeartbeatIntervalMs: 1000, MaxPollIntervalMs: 30000, FetchMinBytes: 1, FetchMaxWaitMs: 500},
-		Workload:   Workload{Messages: 300, Producers: 1, Consumers: 1, DurationMs: 30000, ProcessingMs: 50, RewindOnAbort: true},
+		Workload:   Workload{Messages: 300, Producers: 1, Consumers: 1, DurationMs: 30000, ProcessingMs: 50, RewindOnAbort: true, Membership: MembershipAssign},
 		Faults:     "none",
 		FaultsRate: 1,
 	}
@@ -360,6 +364,12 @@ func (s Scenario) Validate() error {
 		return bad("workload.consumers %d outside [0, 64]", w.Consumers)
 	case w.ProcessingMs < 0 || w.ProcessingMs > 60000:
 		return bad("workload.processing.ms %d outside [0, 60000]", w.ProcessingMs)
+	case w.Membership != MembershipAssign && w.Membership != MembershipSubscribe && w.Membership != MembershipMixed:
+		return bad("workload.membership %q: want assign, subscribe or mixed", w.Membership)
+	case w.Membership != MembershipAssign && (w.Kind != ConsumeProcessSink || w.Commit == AtomicWithOutput):
+		return bad("workload.membership %s is for consume-process-sink consumers committing to Kafka (atomic-with-output keeps its positions in the sink, and assigns)", w.Membership)
+	case w.Membership == MembershipMixed && w.Consumers < 2:
+		return bad("workload.membership mixed needs workload.consumers >= 2 (consumer 0 a member, the others assigning)")
 	case !w.RewindOnAbort && w.Kind != ConsumeTransformProduce:
 		return bad("workload.rewind.on.abort false is a consume-transform-produce processor's habit (after an abort it keeps its position)")
 	case w.CommitIntervalMs < 0 || w.CommitIntervalMs > 60000 || (w.CommitIntervalMs > 0 && w.Kind != ConsumeTransformProduce):

@@ -47,6 +47,8 @@ func TestSettingAKnobByItsKafkaNameChangesThatKnobAloneUnderKafkasRules(t *testi
 		{"retries", "many", "want an integer"},
 		{"acks.all", "1", `unknown config "acks.all"`},
 		{"faults", "lightning", "faults:"},
+		{"membership", "mixed", "workload.membership mixed is for consume-process-sink"},
+		{"rewind.on.abort", "false", "workload.rewind.on.abort false is a consume-transform-produce processor's habit"},
 	} {
 		_, err := Set(base, Setting{c.name, c.value})
 		if err == nil || !strings.Contains(err.Error(), c.want) {

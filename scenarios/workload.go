@@ -152,7 +152,8 @@ func (c *cluster) leaderState(tp metadata.TopicPartition) (broker.PartitionState
 
 func (wl *workload) checkOptions() checkers.Options {
 	// Group members' assignments move in rebalances.
-	return checkers.Options{Order: wl.s.CheckedOrder(), Rebalancing: wl.s.Workload.Kind == ConsumeTransformProduce, Compacted: wl.s.CompactedTopics()}
+	return checkers.Options{Order: wl.s.CheckedOrder(), Rebalancing: wl.s.Workload.Kind == ConsumeTransformProduce || wl.s.Workload.Membership != MembershipAssign,
+		Compacted: wl.s.CompactedTopics()}
 }
 
 // finalReads read what the system holds after heal and drain: the input
