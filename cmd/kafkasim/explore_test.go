@@ -77,14 +77,14 @@ func TestAnExploreIsTheSameEveryRunAndItsFailuresReplay(t *testing.T) {
 }
 
 // An explore split into shards and merged is the explore one run prints,
-// byte for byte: table, JSON and JUnit.
+// byte for byte: table, JSON, JUnit and the HTML page, over four shards.
 func TestAnExploreSplitIntoShardsAndMergedIsTheUnshardedExplore(t *testing.T) {
 	dir := t.TempDir()
 	wantJSON, wantCode := runCmd(t, append(exploreArgs, "--json", "--junit", filepath.Join(dir, "one.xml"), "--html", filepath.Join(dir, "one.html"))...)
 	wantTable, _ := runCmd(t, exploreArgs...)
 	var files []string
-	for i := 1; i <= 3; i++ {
-		out, _ := runCmd(t, append(exploreArgs, "--json", "--shard", fmt.Sprintf("%d/3", i))...)
+	for i := 1; i <= 4; i++ {
+		out, _ := runCmd(t, append(exploreArgs, "--json", "--shard", fmt.Sprintf("%d/4", i))...)
 		f := filepath.Join(dir, fmt.Sprintf("shard-%d.json", i))
 		if err := os.WriteFile(f, []byte(out), 0o644); err != nil {
 			t.Fatal(err)
@@ -95,7 +95,7 @@ func TestAnExploreSplitIntoShardsAndMergedIsTheUnshardedExplore(t *testing.T) {
 	if gotJSON != wantJSON || gotCode != wantCode {
 		t.Errorf("merged (exit %d):\n%s\nunsharded (exit %d):\n%s", gotCode, gotJSON, wantCode, wantJSON)
 	}
-	if got, _ := runCmd(t, "merge", files[2], files[0], files[1]); got != wantTable {
+	if got, _ := runCmd(t, "merge", files[2], files[0], files[3], files[1]); got != wantTable {
 		t.Errorf("merged table:\n%s\nunsharded:\n%s", got, wantTable)
 	}
 	for _, f := range []string{"xml", "html"} {
@@ -106,8 +106,8 @@ func TestAnExploreSplitIntoShardsAndMergedIsTheUnshardedExplore(t *testing.T) {
 		}
 	}
 	var errb bytes.Buffer
-	if code := run([]string{"merge", files[0], files[2]}, &bytes.Buffer{}, &errb); code != exitBadInput || !strings.Contains(errb.String(), "shard 2/3 is missing") {
-		t.Errorf("a merge without shard 2/3: exit %d, %q", code, errb.String())
+	if code := run([]string{"merge", files[0], files[2], files[3]}, &bytes.Buffer{}, &errb); code != exitBadInput || !strings.Contains(errb.String(), "shard 2/4 is missing") {
+		t.Errorf("a merge without shard 2/4: exit %d, %q", code, errb.String())
 	}
 }
 
