@@ -16,6 +16,9 @@ type RunPage struct {
 	Repro     string
 	Anomalies []RunAnomaly
 	Timeline  *Timeline // Wide and Anchors
+	// Schedule is the fault schedule as it played out, an action a line:
+	// one that fired links to its mark (fault-N), one skipped says why.
+	Schedule []OpLink
 	// Porcupine names the file beside the page holding Porcupine's
 	// linearizability view of the partition at fault ("" if none).
 	Porcupine string
@@ -82,9 +85,9 @@ line:target { stroke-width: 5; }
 {{range .Anomalies}}<div class="anomaly"><b>{{.Name}}</b> ({{.Class}}{{if .Breaks}}, breaks {{.Breaks}}{{end}}): {{.Count}} found
 <ul>{{range .Witnesses}}<li>{{.Message}}{{range .Ops}} {{if .Anchor}}<a href="#{{.Anchor}}">{{.Label}}</a>{{else}}{{.Label}}{{end}}{{end}}</li>{{end}}</ul></div>
 {{end}}{{end}}
-{{with .Timeline}}{{if .Faults}}<h2>faults fired</h2>
-<ol class="faults" start="0">{{range .Faults}}<li><a href="#fault-{{.Fault}}">{{.Label}}</a></li>{{end}}</ol>{{end}}
-<h2>{{.Caption}}</h2>
+{{if .Schedule}}<h2>fault schedule</h2>
+<ol class="faults">{{range .Schedule}}<li>{{if .Anchor}}<a href="#{{.Anchor}}">{{.Label}}</a>{{else}}{{.Label}}{{end}}</li>{{end}}</ol>{{end}}
+{{with .Timeline}}<h2>{{.Caption}}</h2>
 <div class="timeline">{{svg .}}</div>
 {{end}}
 {{if .Open}}<script>

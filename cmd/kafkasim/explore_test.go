@@ -192,7 +192,7 @@ func TestARunsPageSaysWhatIsWrongAndOpensAtTheFirstWitness(t *testing.T) {
 		t.Fatal(err)
 	}
 	html := string(b)
-	for _, want := range []string{"acks1-leader-failover, seed 1: violated", `class="violated"`, "<b>lost-write</b>", "faults fired",
+	for _, want := range []string{"acks1-leader-failover, seed 1: violated", `class="violated"`, "<b>lost-write</b>", "fault schedule",
 		`href="acks1.porcupine.html"`, "kafkasim run --scenario acks1-leader-failover --seed 1"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("the page lacks %q", want)

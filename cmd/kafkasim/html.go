@@ -270,6 +270,20 @@ func runPageOf(r *scenarios.Result, line, porcupine string) report.RunPage {
 	if r.Panic != "" {
 		p.Facts = append(p.Facts, report.Fact{Name: "panic", Value: r.Panic})
 	}
+	// The schedule as it played out: the k-th action that fired is the
+	// k-th fault mark (the history records each as it fires).
+	fired := 0
+	for _, f := range r.Fired {
+		link := report.OpLink{Label: f.String()}
+		if f.Skipped == "" {
+			if fired < len(t.Faults) {
+				link.Label = fmt.Sprintf("%s (at %s)", f, time.Duration(t.Faults[fired].At).Round(time.Millisecond))
+				link.Anchor = fmt.Sprintf("fault-%d", fired)
+			}
+			fired++
+		}
+		p.Schedule = append(p.Schedule, link)
+	}
 	for _, a := range r.Verdict.Anomalies {
 		ra := report.RunAnomaly{Name: a.Name, Class: string(a.Class), Count: a.Count}
 		var breaks []string
