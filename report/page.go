@@ -96,19 +96,25 @@ func Write(w io.Writer, p Page) error {
 	return page.Execute(w, p)
 }
 
-var page = template.Must(template.New("page").Funcs(template.FuncMap{
-	"legend":  func(t Tone) string { return toneWords[t] },
-	"svg":     func(t *Timeline) template.HTML { return t.svg() },
-	"join":    strings.Join,
-	"nonzero": func(c Cell) bool { return c.Text != "" },
-}).Parse(`<!DOCTYPE html>
+// pageHead opens every page: the document, its title, the style's
+// common rules (each template adds its own and closes the style).
+const pageHead = `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <title>{{.Title}}</title>
 <style>
 body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #1b1b1b; }
-h1 { font-size: 20px; margin: 0 0 4px; }
+code { background: #f3f3f3; padding: 0 3px; }
+svg text { font: 11px system-ui, sans-serif; }
+`
+
+var page = template.Must(template.New("page").Funcs(template.FuncMap{
+	"legend":  func(t Tone) string { return toneWords[t] },
+	"svg":     func(t *Timeline) template.HTML { return t.svg() },
+	"join":    strings.Join,
+	"nonzero": func(c Cell) bool { return c.Text != "" },
+}).Parse(pageHead + `h1 { font-size: 20px; margin: 0 0 4px; }
 .summary { color: #555; margin: 0 0 16px; }
 table.grid { border-collapse: collapse; margin: 8px 0 16px; }
 .grid th, .grid td { border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: top; }
@@ -125,8 +131,6 @@ table.grid { border-collapse: collapse; margin: 8px 0 16px; }
 .detail h2 { font-size: 16px; margin: 0 0 6px; }
 .detail dl { display: grid; grid-template-columns: max-content auto; gap: 2px 12px; margin: 4px 0; }
 .detail dt { color: #555; } .detail dd { margin: 0; }
-code { background: #f3f3f3; padding: 0 3px; }
-svg text { font: 11px system-ui, sans-serif; }
 .witnesses li, .faults li { font-size: 13px; }
 </style>
 </head>

@@ -55,22 +55,13 @@ func WriteRun(w io.Writer, p RunPage) error {
 
 var runPage = template.Must(template.New("run").Funcs(template.FuncMap{
 	"svg": func(t *Timeline) template.HTML { return t.svg() },
-}).Parse(`<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>{{.Title}}</title>
-<style>
-body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #1b1b1b; }
-h1 { font-size: 20px; margin: 0 0 8px; }
+}).Parse(pageHead + `h1 { font-size: 20px; margin: 0 0 8px; }
 h2 { font-size: 16px; margin: 16px 0 4px; }
 dl { display: grid; grid-template-columns: max-content auto; gap: 2px 12px; margin: 4px 0; }
 dt { color: #555; } dd { margin: 0; }
-code { background: #f3f3f3; padding: 0 3px; }
 .violated { color: #b71c1c; font-weight: 600; } .holds { color: #1b5e20; font-weight: 600; }
 .anomaly { margin: 4px 0 8px; } .anomaly ul { margin: 2px 0; }
 .timeline { border: 1px solid #ddd; padding: 4px 0; }
-svg text { font: 11px system-ui, sans-serif; }
 rect:target { stroke: #ff6f00; stroke-width: 4; }
 line:target { stroke-width: 5; }
 .faults { font-size: 13px; }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -322,23 +321,17 @@ func runExplore(args []string, stdout, stderr io.Writer) int {
 // does not exist yet), by key.
 func readCells(path string) (map[string]*cell, error) {
 	cells := map[string]*cell{}
-	f, err := os.Open(path)
+	lines, err := readJSONLines(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return cells, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for line := 1; sc.Scan(); line++ {
+	for _, l := range lines {
 		c := &cell{}
-		if err := json.Unmarshal(sc.Bytes(), c); err != nil || c.Faults == "" {
+		if err := json.Unmarshal(l.b, c); err != nil || c.Faults == "" {
 			// A line cut short by a kill is recomputed, not trusted.
 			continue
 		}
 		cells[c.key()] = c
 	}
-	return cells, sc.Err()
+	return cells, err
 }

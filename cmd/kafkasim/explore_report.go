@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/kafkasim/kafkasim/checkers"
+	"github.com/kafkasim/kafkasim/report"
 )
 
 // reportExplore judges every cell and prints the grid — rows the
@@ -46,7 +47,7 @@ func reportExplore(g grid, seeds int, asJSON bool, junit, htmlFile string, paral
 			fmt.Fprintf(stderr, "kafkasim: --html: a failure's timeline: %v\n", err)
 			exit = max(exit, exitViolation)
 		}
-		if err := writePage(htmlFile, p); err != nil {
+		if err := writeHTML(htmlFile, func(w io.Writer) error { return report.Write(w, p) }); err != nil {
 			fmt.Fprintln(stderr, err)
 			return exitBadInput
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -233,10 +234,10 @@ func matrixPage(list []scenarios.Scenario, rows map[string]*row, title string, p
 	return p, err
 }
 
-// writePage renders p into path.
-func writePage(path string, p report.Page) error {
+// writeHTML renders a page into path.
+func writeHTML(path string, render func(io.Writer) error) error {
 	var b bytes.Buffer
-	if err := report.Write(&b, p); err != nil {
+	if err := render(&b); err != nil {
 		return err
 	}
 	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
@@ -308,18 +309,6 @@ func runPageOf(r *scenarios.Result, line, porcupine string) report.RunPage {
 		p.Anomalies = append(p.Anomalies, ra)
 	}
 	return p
-}
-
-// writeRunPage renders a run's page into path.
-func writeRunPage(path string, p report.RunPage) error {
-	var b bytes.Buffer
-	if err := report.WriteRun(&b, p); err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("--html %s: %w", path, err)
-	}
-	return nil
 }
 
 // porcupinePath is where run --html F puts Porcupine's view: F.porcupine.html

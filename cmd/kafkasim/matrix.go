@@ -11,6 +11,7 @@ import (
 
 	"github.com/kafkasim/kafkasim/checkers"
 	"github.com/kafkasim/kafkasim/probe"
+	"github.com/kafkasim/kafkasim/report"
 	"github.com/kafkasim/kafkasim/scenarios"
 )
 
@@ -275,7 +276,7 @@ func reportMatrix(list []scenarios.Scenario, rows map[string]*row, asJSON bool, 
 			fmt.Fprintf(stderr, "kafkasim: --html: a failure's timeline: %v\n", err)
 			exit = exitViolation
 		}
-		if err := writePage(htmlFile, p); err != nil {
+		if err := writeHTML(htmlFile, func(w io.Writer) error { return report.Write(w, p) }); err != nil {
 			fmt.Fprintln(stderr, err)
 			return exitBadInput
 		}

@@ -93,56 +93,69 @@ func runMerge(args []string, stdout, stderr io.Writer) int {
 // isExploreFile says whether path holds explore's cells (a first line
 // with a configuration) rather than matrix rows.
 func isExploreFile(path string) (bool, error) {
+	lines, err := readJSONLines(path)
+	if err != nil || len(lines) == 0 {
+		return false, err
+	}
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(lines[0].b, &probe); err != nil {
+		return false, fmt.Errorf("%s: not JSON lines from kafkasim matrix or explore --json: %v", path, err)
+	}
+	_, ok := probe["config"]
+	return ok, nil
+}
+
+// jsonLine is one non-empty line of a JSON-lines file and its number.
+type jsonLine struct {
+	n int
+	b []byte
+}
+
+// readJSONLines reads path's non-empty lines: the outputs merge and
+// explore --out read back are a few hundred lines at most.
+func readJSONLines(path string) ([]jsonLine, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		if len(sc.Bytes()) == 0 {
-			continue
+	var out []jsonLine
+	for n := 1; sc.Scan(); n++ {
+		if len(sc.Bytes()) > 0 {
+			out = append(out, jsonLine{n, slices.Clone(sc.Bytes())})
 		}
-		var probe map[string]json.RawMessage
-		if err := json.Unmarshal(sc.Bytes(), &probe); err != nil {
-			return false, fmt.Errorf("%s: not JSON lines from kafkasim matrix or explore --json: %v", path, err)
-		}
-		_, ok := probe["config"]
-		return ok, nil
 	}
-	return false, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return out, nil
 }
 
 // mergeCellsFile adds one explore shard's cells into g: the first file
 // lays out the grid (its cells' order, its fault classes, the
 // configurations not run), each later one must hold the same cells.
 func mergeCellsFile(path string, g *grid) (string, error) {
-	f, err := os.Open(path)
+	lines, err := readJSONLines(path)
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	first := len(g.cells) == 0 && len(g.skipped) == 0
 	byKey := map[string]*cell{}
 	for _, c := range g.cells {
 		byKey[c.key()] = c
 	}
 	shard, line, seen := "", 0, map[string]bool{}
-	for sc.Scan() {
-		line++
-		if len(sc.Bytes()) == 0 {
-			continue
-		}
+	for _, l := range lines {
+		line = l.n
 		var in cell
-		if err := json.Unmarshal(sc.Bytes(), &in); err != nil {
+		if err := json.Unmarshal(l.b, &in); err != nil {
 			return "", fmt.Errorf("%s:%d: not an explore cell (kafkasim explore --json): %v", path, line, err)
 		}
 		if in.Faults == "" {
 			var sk skip
-			_ = json.Unmarshal(sc.Bytes(), &sk)
+			_ = json.Unmarshal(l.b, &sk)
 			if sk.Skipped == "" {
 				return "", fmt.Errorf("%s:%d: neither a cell nor a configuration not run", path, line)
 			}
@@ -184,9 +197,6 @@ func mergeCellsFile(path string, g *grid) (string, error) {
 		}
 		c.absorb(&in)
 	}
-	if err := sc.Err(); err != nil {
-		return "", fmt.Errorf("%s: %v", path, err)
-	}
 	if !first && len(seen) != len(g.cells) {
 		return "", fmt.Errorf("%s: %d cells, the other shards %d: shards of different explores", path, len(seen), len(g.cells))
 	}
@@ -197,21 +207,15 @@ func mergeCellsFile(path string, g *grid) (string, error) {
 // list, in the file's order) and returns the shard it says it is ("" for
 // an unsharded run). Every row of a file must name the same shard.
 func mergeFile(path string, list *[]scenarios.Scenario, rows map[string]*row) (string, error) {
-	f, err := os.Open(path)
+	lines, err := readJSONLines(path)
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	shard, line, seen := "", 0, map[string]bool{}
-	for sc.Scan() {
-		line++
-		if len(sc.Bytes()) == 0 {
-			continue
-		}
+	for _, l := range lines {
+		line = l.n
 		var in row
-		if err := json.Unmarshal(sc.Bytes(), &in); err != nil {
+		if err := json.Unmarshal(l.b, &in); err != nil {
 			return "", fmt.Errorf("%s:%d: not a matrix row (kafkasim matrix --json): %v", path, line, err)
 		}
 		if in.Scenario == "" || in.Held == nil {
@@ -242,10 +246,7 @@ func mergeFile(path string, list *[]scenarios.Scenario, rows map[string]*row) (s
 		}
 		rw.absorb(&in)
 	}
-	if err := sc.Err(); err != nil {
-		return "", fmt.Errorf("%s: %v", path, err)
-	}
-	if line == 0 {
+	if len(lines) == 0 {
 		return "", fmt.Errorf("%s: empty (want kafkasim matrix --json output)", path)
 	}
 	return shard, nil

@@ -11,6 +11,7 @@ import (
 	"github.com/kafkasim/kafkasim/broker/defect"
 	"github.com/kafkasim/kafkasim/history"
 	"github.com/kafkasim/kafkasim/probe"
+	"github.com/kafkasim/kafkasim/report"
 	"github.com/kafkasim/kafkasim/scenarios"
 )
 
@@ -117,7 +118,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 		if _, err := os.Stat(opts.HTML); err == nil {
 			porcupine = filepath.Base(opts.HTML)
 		}
-		if err := writeRunPage(*htmlFile, runPageOf(r, line, porcupine)); err != nil {
+		if err := writeHTML(*htmlFile, func(w io.Writer) error { return report.WriteRun(w, runPageOf(r, line, porcupine)) }); err != nil {
 			return badInput(stderr, "%v", err)
 		}
 	}
