@@ -46,13 +46,7 @@ func TestAMatrixSplitIntoShardsAndMergedIsTheUnshardedMatrix(t *testing.T) {
 	if gotTable != wantTable {
 		t.Errorf("merged table:\n%s\nunsharded:\n%s", gotTable, wantTable)
 	}
-	for _, f := range []string{"xml", "html"} {
-		one, _ := os.ReadFile(filepath.Join(dir, "one."+f))
-		merged, _ := os.ReadFile(filepath.Join(dir, "merged."+f))
-		if len(one) == 0 || !bytes.Equal(one, merged) {
-			t.Errorf("merged %s (%d bytes) is not the unsharded one (%d bytes)", f, len(merged), len(one))
-		}
-	}
+	sameMergedFiles(t, dir)
 }
 
 // A merge of some shards but not all, or of one shard twice, would print
@@ -81,6 +75,19 @@ func TestMergeRefusesAMissingOrRepeatedShard(t *testing.T) {
 		var errb bytes.Buffer
 		if code := run(append([]string{"merge"}, c.files...), &bytes.Buffer{}, &errb); code != exitBadInput || !strings.Contains(errb.String(), c.want) {
 			t.Errorf("merge %v: exit %d, %q; want exit %d and %q", c.files, code, errb.String(), exitBadInput, c.want)
+		}
+	}
+}
+
+// sameMergedFiles requires dir's merged.xml and merged.html (from merge)
+// to be one.xml and one.html (from the unsharded run), byte for byte.
+func sameMergedFiles(t *testing.T, dir string) {
+	t.Helper()
+	for _, f := range []string{"xml", "html"} {
+		one, _ := os.ReadFile(filepath.Join(dir, "one."+f))
+		merged, _ := os.ReadFile(filepath.Join(dir, "merged."+f))
+		if len(one) == 0 || !bytes.Equal(one, merged) {
+			t.Errorf("merged %s (%d bytes) is not the unsharded one (%d bytes)", f, len(merged), len(one))
 		}
 	}
 }
