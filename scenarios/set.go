@@ -23,13 +23,22 @@ func (kv Setting) String() string { return kv.Name + "=" + kv.Value }
 // "null". The settings apply together, then the result is validated as a
 // scenario file is, so a combination Kafka refuses (enable.idempotence
 // with acks=1) is an error naming the rule, whatever order they come in.
-// A name in two sections must be qualified ("cluster.partitions").
+// A name in two sections must be qualified ("cluster.partitions"). A
+// topic config of one of the workload's topics is topic.TOPIC.NAME
+// (topic.input.cleanup.policy=compact; null removes it), validated as
+// CreateTopics validates it.
 func Set(s Scenario, settings ...Setting) (Scenario, error) {
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(s.JSON(), &doc); err != nil {
 		return Scenario{}, err
 	}
 	for _, kv := range settings {
+		if topic, name, ok := strings.Cut(strings.TrimPrefix(kv.Name, "topic."), "."); ok && strings.HasPrefix(kv.Name, "topic.") {
+			if err := setTopicConfig(doc, topic, name, kv.Value); err != nil {
+				return Scenario{}, fmt.Errorf("scenario %q: %s: %w", s.Name, kv.Name, err)
+			}
+			continue
+		}
 		k, err := lookupKnob(kv.Name)
 		if err != nil {
 			return Scenario{}, fmt.Errorf("scenario %q: %w", s.Name, err)
@@ -51,6 +60,35 @@ func Set(s Scenario, settings ...Setting) (Scenario, error) {
 	}
 	b, _ := json.Marshal(doc)
 	return Parse(b)
+}
+
+// setTopicConfig sets (or, with null, removes) config name of topic in
+// the document's cluster.topic.configs.
+func setTopicConfig(doc map[string]json.RawMessage, topic, name, value string) error {
+	cluster := map[string]json.RawMessage{}
+	if err := json.Unmarshal(doc["cluster"], &cluster); err != nil {
+		return err
+	}
+	configs := map[string]map[string]string{}
+	if raw, ok := cluster["topic.configs"]; ok {
+		if err := json.Unmarshal(raw, &configs); err != nil {
+			return err
+		}
+	}
+	if value == "null" {
+		delete(configs[topic], name)
+		if len(configs[topic]) == 0 {
+			delete(configs, topic)
+		}
+	} else {
+		if configs[topic] == nil {
+			configs[topic] = map[string]string{}
+		}
+		configs[topic][name] = value
+	}
+	cluster["topic.configs"], _ = json.Marshal(configs)
+	doc["cluster"], _ = json.Marshal(cluster)
+	return nil
 }
 
 // knob is one key of the scenario file Set can change.
@@ -93,6 +131,9 @@ var knobs = func() []knob {
 
 // KnownKnob says whether Set accepts name (nil) or why not.
 func KnownKnob(name string) error {
+	if topic, _, ok := strings.Cut(strings.TrimPrefix(name, "topic."), "."); ok && strings.HasPrefix(name, "topic.") && topic != "" {
+		return nil // a topic config, validated with its value
+	}
 	_, err := lookupKnob(name)
 	return err
 }
@@ -109,7 +150,7 @@ func lookupKnob(name string) (knob, error) {
 	case 1:
 		return found[0], nil
 	case 0:
-		return knob{}, fmt.Errorf("unknown config %q (known: %s)", name, strings.Join(Knobs(), ", "))
+		return knob{}, fmt.Errorf("unknown config %q (known: %s; and topic.TOPIC.NAME for a topic config)", name, strings.Join(Knobs(), ", "))
 	}
 	var qualified []string
 	for _, k := range found {

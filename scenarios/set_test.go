@@ -40,6 +40,12 @@ func TestSettingAKnobByItsKafkaNameChangesThatKnobAloneUnderKafkasRules(t *testi
 	if s := must(base, "faults", "power"); s.Faults != "power" {
 		t.Errorf("faults=power: %q", s.Faults)
 	}
+	if s := must(base, "topic.input.min.insync.replicas", "3"); s.Cluster.TopicConfigs["input"]["min.insync.replicas"] != "3" {
+		t.Errorf("topic.input.min.insync.replicas=3: %v", s.Cluster.TopicConfigs)
+	}
+	if s := must(must(base, "topic.input.cleanup.policy", "compact"), "topic.input.cleanup.policy", "null"); len(s.Cluster.TopicConfigs) != 0 {
+		t.Errorf("topic.input.cleanup.policy=null: %v", s.Cluster.TopicConfigs)
+	}
 	for _, c := range []struct{ name, value, want string }{
 		{"acks", "1", "enable.idempotence requires acks=all, not acks=1"},
 		{"min.insync.replicas", "4", "min.insync.replicas 4 > replication.factor 3"},
@@ -47,6 +53,8 @@ func TestSettingAKnobByItsKafkaNameChangesThatKnobAloneUnderKafkasRules(t *testi
 		{"retries", "many", "want an integer"},
 		{"acks.all", "1", `unknown config "acks.all"`},
 		{"faults", "lightning", "faults:"},
+		{"topic.input.cleanup.policy", "shred", "cleanup.policy"},
+		{"topic.orders.retention.ms", "1000", `topic.configs "orders"`},
 		{"membership", "mixed", "workload.membership mixed is for consume-process-sink"},
 		{"rewind.on.abort", "false", "workload.rewind.on.abort false is a consume-transform-produce processor's habit"},
 	} {
