@@ -377,7 +377,7 @@ var aims = map[string][]string{
 	"reset-on-trigger":                               {probe.ProduceAnswered},
 	"partition-on-trigger":                           {probe.OffsetCommitAwaitingReplication, probe.ProduceAnswered, probe.ProduceAcknowledgedBeforeReplication},
 	"isolate-on-trigger":                             {probe.ProduceAcknowledgedBeforeReplication, probe.TransactionAwaitingCommit, probe.OffsetCommitAwaitingReplication, probe.LeaderElected},
-	"power-loss-on-trigger":                          {probe.ProduceAnswered, probe.TransactionAwaitingCommit, probe.OffsetCommitAwaitingReplication},
+	"power-loss-on-trigger":                          {probe.ProduceAcknowledgedBeforeReplication, probe.ProduceAnswered, probe.TransactionAwaitingCommit, probe.OffsetCommitAwaitingReplication},
 	"power-loss-correlated-on-trigger":               {probe.ProduceAnswered},
 	"pause-on-trigger":                               {probe.TransactionAwaitingCommit, probe.CommittedBeforeProcessing, probe.ProcessedBeforeCommit},
 	"followers-cut-then-leader-isolated-on-catch-up": {probe.FollowerFetchOutOfSync},

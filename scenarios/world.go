@@ -313,7 +313,9 @@ func (c *cluster) triggers() []faults.Trigger {
 		// the rest: acknowledged before the followers fetched it (acks=1),
 		// an ISR change in flight, a new leader, a follower that cut its
 		// log (by whichever rule), an acks=all produce waiting on the
-		// followers (a crash now leaves its fate to the next leader).
+		// followers (a crash now leaves its fate to the next leader). A
+		// window the configuration cannot open is not on the menu: a fault
+		// armed on it would never fire.
 		var first []string
 		cl, pr := c.s.Cluster, c.s.Producer
 		if (config.Cluster{UncleanLeaderElection: cl.UncleanLeaderElectionEnable}).Settings(cl.TopicConfigs[inputTopic]).UncleanLeaderElection {
@@ -325,8 +327,13 @@ func (c *cluster) triggers() []faults.Trigger {
 		if !pr.EnableIdempotence || cl.LogFlushIntervalMessages == nil {
 			first = append(first, probe.ProduceAnswered)
 		}
-		rest := []string{probe.ProduceAcknowledgedBeforeReplication, probe.ProduceAnswered, probe.FollowerFetchOutOfSync,
-			probe.ISRExpansionPending, probe.LeaderElected, probe.FollowerTruncated, probe.ProduceAwaitingReplication}
+		var rest []string
+		if pr.Acks == "1" {
+			// Only an acks=1 leader answers before its followers fetch.
+			rest = append(rest, probe.ProduceAcknowledgedBeforeReplication)
+		}
+		rest = append(rest, probe.ProduceAnswered, probe.FollowerFetchOutOfSync,
+			probe.ISRExpansionPending, probe.LeaderElected, probe.FollowerTruncated, probe.ProduceAwaitingReplication)
 		logs(inputTopic, slices.Compact(append(first, slices.DeleteFunc(rest, func(n string) bool { return slices.Contains(first, n) })...))...)
 	case ConsumeProcessSink:
 		// Between a consumer's commit and its processing, or the reverse:
