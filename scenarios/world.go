@@ -314,7 +314,8 @@ func (c *cluster) triggers() []faults.Trigger {
 		// an ISR change in flight, a new leader, a follower that cut its
 		// log (by whichever rule), an acks=all produce waiting on the
 		// followers (a crash now leaves its fate to the next leader). A
-		// window the configuration cannot open is not on the menu: a fault
+		// window the configuration cannot open (an answer to acks=0, a wait
+		// on the followers without acks=all) is not on the menu: a fault
 		// armed on it would never fire.
 		var first []string
 		cl, pr := c.s.Cluster, c.s.Producer
@@ -324,7 +325,8 @@ func (c *cluster) triggers() []faults.Trigger {
 		if !cl.KIP101LeaderEpochTruncation {
 			first = append(first, probe.FollowerTruncatedToHighWatermark)
 		}
-		if !pr.EnableIdempotence || cl.LogFlushIntervalMessages == nil {
+		answered := pr.Acks != "0" // acks=0 is never answered
+		if answered && (!pr.EnableIdempotence || cl.LogFlushIntervalMessages == nil) {
 			first = append(first, probe.ProduceAnswered)
 		}
 		var rest []string
@@ -332,8 +334,14 @@ func (c *cluster) triggers() []faults.Trigger {
 			// Only an acks=1 leader answers before its followers fetch.
 			rest = append(rest, probe.ProduceAcknowledgedBeforeReplication)
 		}
-		rest = append(rest, probe.ProduceAnswered, probe.FollowerFetchOutOfSync,
-			probe.ISRExpansionPending, probe.LeaderElected, probe.FollowerTruncated, probe.ProduceAwaitingReplication)
+		if answered {
+			rest = append(rest, probe.ProduceAnswered)
+		}
+		rest = append(rest, probe.FollowerFetchOutOfSync, probe.ISRExpansionPending, probe.LeaderElected, probe.FollowerTruncated)
+		if pr.Acks == "all" || pr.Acks == "-1" {
+			// Only acks=all waits on the followers.
+			rest = append(rest, probe.ProduceAwaitingReplication)
+		}
 		logs(inputTopic, slices.Compact(append(first, slices.DeleteFunc(rest, func(n string) bool { return slices.Contains(first, n) })...))...)
 	case ConsumeProcessSink:
 		// Between a consumer's commit and its processing, or the reverse:
