@@ -10,13 +10,13 @@ import (
 )
 
 // CI systems read JUnit XML: matrix writes a test case per scenario — a
-// claim failing (here untested: 3 seeds never fail a leader over) carries
+// claim failing (here untested: acks0@clock's seed 1 fails no leader over) carries
 // its result and why, a caught twin passes with its first failing seed's
 // repro line; sweep writes a test case per seed, in seed order.
 func TestMatrixAndSweepWriteJUnitThatCIReads(t *testing.T) {
 	dir := t.TempDir()
 	m := filepath.Join(dir, "matrix.xml")
-	if code := run([]string{"matrix", "--scenarios", "acks0,acks1-leader-failover", "--seeds", "3", "--junit", m}, io.Discard, io.Discard); code != exitViolation {
+	if code := run([]string{"matrix", "--scenarios", "acks0@clock,acks1-leader-failover", "--seeds", "1", "--junit", m}, io.Discard, io.Discard); code != exitViolation {
 		t.Fatalf("matrix exit %d, want %d (the untested claim)", code, exitViolation)
 	}
 	var doc junitSuites
@@ -36,7 +36,7 @@ func TestMatrixAndSweepWriteJUnitThatCIReads(t *testing.T) {
 		t.Fatalf("matrix: %d suites, %d tests, %d failures; want 1, 2, 1", len(doc.Suites), doc.Tests, doc.Fails)
 	}
 	claim, twin := doc.Suites[0].Cases[0], doc.Suites[0].Cases[1]
-	if claim.Name != "acks0" || claim.Failure == nil || claim.Failure.Type != "untested" || !strings.Contains(claim.Failure.Text, "leader-failover") {
+	if claim.Name != "acks0@clock" || claim.Failure == nil || claim.Failure.Type != "untested" || !strings.Contains(claim.Failure.Text, "leader-failover") {
 		t.Errorf("the untested claim's case: %+v", claim)
 	}
 	if twin.Name != "acks1-leader-failover" || twin.Failure != nil || !strings.Contains(twin.SystemOut, "kafkasim run --scenario acks1-leader-failover --seed 1") {
