@@ -211,3 +211,42 @@ func TestARunsPageSaysWhatIsWrongAndOpensAtTheFirstWitness(t *testing.T) {
 		t.Errorf("the page does not open at a witness: %v", open)
 	}
 }
+
+// --axes reads the axes from a file in the file's order, values of any
+// JSON type (a number for a string knob, null for an unset one), and the
+// fault classes with them.
+func TestExploreAxesFromAFileKeepTheirOrder(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "axes.json")
+	if err := os.WriteFile(f, []byte(`{"vary": {"enable.idempotence": [false, true], "acks": ["all", 1], "log.flush.interval.messages": [null, 1]}, "faults": ["crash"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runCmd(t, "explore", "--scenario", "acks-all-idempotent", "--axes", f, "--seeds", "1", "--json")
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var c cell
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatal(err)
+		}
+		if c.Faults != "" {
+			got = append(got, c.label()+" @"+c.Faults)
+		}
+	}
+	want := []string{
+		"enable.idempotence=false acks=all log.flush.interval.messages=null @crash",
+		"enable.idempotence=false acks=all log.flush.interval.messages=1 @crash",
+		"enable.idempotence=false acks=1 log.flush.interval.messages=null @crash",
+		"enable.idempotence=false acks=1 log.flush.interval.messages=1 @crash",
+		"enable.idempotence=true acks=all log.flush.interval.messages=null @crash",
+		"enable.idempotence=true acks=all log.flush.interval.messages=1 @crash",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("cells:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	var errb bytes.Buffer
+	if code := run([]string{"explore", "--scenario", "acks-all-idempotent", "--vary", "akcs=1"}, &bytes.Buffer{}, &errb); code != exitBadInput || !strings.Contains(errb.String(), `unknown config "akcs"`) {
+		t.Errorf("a misspelt axis: exit %d, %q", code, errb.String())
+	}
+}
