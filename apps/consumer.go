@@ -47,8 +47,8 @@ type consumerApp struct {
 	// versions of the offset keys in the sink (atomic pattern): a write is
 	// conditional on them, which fences a zombie incarnation.
 	versions map[string]uint64
-	// member: the consumer subscribes as a group member (tps is then its
-	// latest assignment) instead of assigning its share.
+	// member: the consumer subscribes as a group member (its partitions
+	// are the client's Assignment) instead of assigning its share (tps).
 	member bool
 	// rebalanced: an assignment came since the last poll began;
 	// assignments counts them (a member's).
@@ -141,7 +141,6 @@ func (a *consumerApp) subscribe() {
 // assigned records a member's new share.
 func (a *consumerApp) assigned(tps []client.TopicPartition) {
 	wl := a.wl
-	a.tps = slices.Clone(tps)
 	a.rebalanced = true
 	a.assignments++
 	parts := make([]history.TopicPartition, len(tps))

@@ -33,7 +33,7 @@ func Set(s Scenario, settings ...Setting) (Scenario, error) {
 		return Scenario{}, err
 	}
 	for _, kv := range settings {
-		if topic, name, ok := strings.Cut(strings.TrimPrefix(kv.Name, "topic."), "."); ok && strings.HasPrefix(kv.Name, "topic.") {
+		if topic, name, ok := topicKnob(kv.Name); ok {
 			if err := setTopicConfig(doc, topic, name, kv.Value); err != nil {
 				return Scenario{}, fmt.Errorf("scenario %q: %s: %w", s.Name, kv.Name, err)
 			}
@@ -60,6 +60,17 @@ func Set(s Scenario, settings ...Setting) (Scenario, error) {
 	}
 	b, _ := json.Marshal(doc)
 	return Parse(b)
+}
+
+// topicKnob splits topic.TOPIC.NAME, a config of one of the workload's
+// topics.
+func topicKnob(name string) (topic, config string, ok bool) {
+	rest, ok := strings.CutPrefix(name, "topic.")
+	if !ok {
+		return "", "", false
+	}
+	topic, config, ok = strings.Cut(rest, ".")
+	return topic, config, ok && topic != "" && config != ""
 }
 
 // setTopicConfig sets (or, with null, removes) config name of topic in
@@ -131,7 +142,7 @@ var knobs = func() []knob {
 
 // KnownKnob says whether Set accepts name (nil) or why not.
 func KnownKnob(name string) error {
-	if topic, _, ok := strings.Cut(strings.TrimPrefix(name, "topic."), "."); ok && strings.HasPrefix(name, "topic.") && topic != "" {
+	if _, _, ok := topicKnob(name); ok {
 		return nil // a topic config, validated with its value
 	}
 	_, err := lookupKnob(name)

@@ -161,10 +161,11 @@ func (f scenarioFlags) base() string {
 	return "--scenario " + *f.name
 }
 
-// repro is the command that replays a run.
-func repro(f scenarioFlags, seed uint64, faultsFile string, messages int) string {
+// repro is the command that replays a run: the scenario f names, with
+// its --set pairs and then extra's, at seed.
+func repro(f scenarioFlags, extra settings, seed uint64, faultsFile string, messages int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "kafkasim run %s%s --seed %d", f.base(), f.sets.flags(), seed)
+	fmt.Fprintf(&b, "kafkasim run %s%s%s --seed %d", f.base(), f.sets.flags(), extra.flags(), seed)
 	if faultsFile != "" {
 		fmt.Fprintf(&b, " --faults %s", faultsFile)
 	}

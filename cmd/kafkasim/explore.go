@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,7 +67,7 @@ func loadExploreFile(path string) (exploreFile, error) {
 		Vary   json.RawMessage `json:"vary"`
 		Faults []string        `json:"faults"`
 	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&raw); err != nil {
 		return ef, fmt.Errorf("--axes %s: %w", path, err)
@@ -76,7 +77,7 @@ func loadExploreFile(path string) (exploreFile, error) {
 		return ef, nil
 	}
 	// The axes keep the file's order: read the object token by token.
-	d := json.NewDecoder(strings.NewReader(string(raw.Vary)))
+	d := json.NewDecoder(bytes.NewReader(raw.Vary))
 	d.UseNumber()
 	if t, err := d.Token(); err != nil || t != json.Delim('{') {
 		return ef, fmt.Errorf("--axes %s: \"vary\" must be an object of NAME: [values]", path)
@@ -114,7 +115,10 @@ type grid struct {
 	classes []string
 	cells   []*cell              // configuration-major, then fault class
 	runs    []scenarios.Scenario // cells[i]'s scenario
-	skipped []skip
+	// settings are cells[i]'s configuration and fault class as --set
+	// pairs, for its repro lines.
+	settings []settings
+	skipped  []skip
 }
 
 // skip is a configuration not run: Kafka's rule it breaks.
@@ -141,7 +145,8 @@ func plan(base scenarios.Scenario, vary axes, classes []string, seeds int) grid 
 			labels = append(labels, kv.String())
 		}
 		for _, class := range classes {
-			s, err := scenarios.Set(base, append(config[:len(config):len(config)], scenarios.Setting{Name: "faults", Value: class})...)
+			sets := append(config[:len(config):len(config)], scenarios.Setting{Name: "faults", Value: class})
+			s, err := scenarios.Set(base, sets...)
 			if err != nil {
 				why := strings.TrimPrefix(err.Error(), fmt.Sprintf("scenario %q: ", base.Name))
 				if len(g.skipped) == 0 || !slices.Equal(g.skipped[len(g.skipped)-1].Config, labels) {
@@ -151,6 +156,7 @@ func plan(base scenarios.Scenario, vary axes, classes []string, seeds int) grid 
 			}
 			g.cells = append(g.cells, newCell(labels, class, seeds))
 			g.runs = append(g.runs, s)
+			g.settings = append(g.settings, sets)
 		}
 	}
 	walk(0, nil)
@@ -253,11 +259,8 @@ func runExplore(args []string, stdout, stderr io.Writer) int {
 	}
 	var todo []int
 	remaining := map[int]int{}
-	first := (si+sn-2)%sn + 1
-	perCell := 0
-	for s := first; s <= uint64(*seeds); s += sn {
-		perCell++
-	}
+	first, count := shardSeeds(1, uint64(*seeds), si, sn)
+	perCell := int(count)
 	for i, c := range g.cells {
 		if d, ok := done[c.key()]; ok && d.Of == c.Of && d.Shard == c.Shard && d.Base == c.Base {
 			g.cells[i] = d
@@ -267,16 +270,6 @@ func runExplore(args []string, stdout, stderr io.Writer) int {
 			todo = append(todo, i)
 			remaining[i] = perCell
 		}
-	}
-	reproOf := func(i int, seed uint64) string {
-		c := g.cells[i]
-		var b strings.Builder
-		fmt.Fprintf(&b, "kafkasim run %s%s", sf.base(), sf.sets.flags())
-		for _, kv := range c.Config {
-			fmt.Fprintf(&b, " --set %s", kv)
-		}
-		fmt.Fprintf(&b, " --set faults=%s --seed %d", c.Faults, seed)
-		return b.String()
 	}
 	next, seed := 0, first
 	var writeErr error
@@ -297,7 +290,7 @@ func runExplore(args []string, stdout, stderr io.Writer) int {
 				c.Error = fmt.Sprintf("seed %d: %v", o.seed, o.err)
 			}
 		} else {
-			c.add(o.s, o.seed, o.r, reproOf(o.index, o.seed))
+			c.add(o.s, o.seed, o.r, repro(sf, g.settings[o.index], o.seed, "", 0))
 		}
 		if remaining[o.index]--; remaining[o.index] == 0 && out != nil {
 			c.judge(base.Order)

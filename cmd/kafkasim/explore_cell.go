@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kafkasim/kafkasim/checkers"
+	"github.com/kafkasim/kafkasim/report"
 	"github.com/kafkasim/kafkasim/scenarios"
 )
 
@@ -181,11 +182,8 @@ func (c *cell) judge(order checkers.Order) {
 // short is the cell as the grid prints it: the observed guarantee in a
 // word or two.
 func (c *cell) short() string {
-	word := map[string]string{"exactly-once": "EOS", "at-least-once": "ALO", "at-most-once": "AMO",
-		"at-least-once, at-most-once": "ALO+AMO", "none": "none", "error": "ERROR"}
-	g, order, _ := strings.Cut(c.Observed, " in ")
-	out := word[g]
-	if order != "" {
+	out := shortWords[toneOfHeld(c.Held, c.Seeds, 0)]
+	if c.Order != checkers.NoOrder && c.OrderHeld && c.Seeds > 0 {
 		out += "+order"
 	}
 	if c.Errors > 0 && c.Seeds > 0 {
@@ -193,6 +191,10 @@ func (c *cell) short() string {
 	}
 	return out
 }
+
+// shortWords are the grid's words for what a cell kept.
+var shortWords = map[report.Tone]string{report.ExactlyOnce: "EOS", report.Both: "ALO+AMO", report.AtLeastOnce: "ALO",
+	report.AtMostOnce: "AMO", report.NoGuarantee: "none", report.Error: "ERROR"}
 
 // quantile of sorted xs (nearest rank; 0 with none).
 func quantile(xs []float64, q float64) float64 {

@@ -182,7 +182,8 @@ func runMatrix(args []string, stdout, stderr io.Writer) int {
 	}
 	// Seed-major order: every scenario advances together. Jobs are drawn
 	// as workers free up, so ten thousand seeds take no memory to list.
-	seed, next := 1+(si-1+sn-1%sn)%sn, 0
+	seed, _ := shardSeeds(1, uint64(*seeds), si, sn)
+	next := 0
 	jobs := func() (job, bool) {
 		if next == len(list) {
 			seed, next = seed+sn, 0

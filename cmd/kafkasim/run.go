@@ -112,7 +112,7 @@ func runRun(args []string, stdout, stderr io.Writer) int {
 			return badInput(stderr, "%v", err)
 		}
 	}
-	line := repro(sf, *seed, *faultsFile, *messages)
+	line := repro(sf, nil, *seed, *faultsFile, *messages)
 	if *htmlFile != "" {
 		porcupine := ""
 		if _, err := os.Stat(opts.HTML); err == nil {

@@ -53,6 +53,6 @@ func runShrink(args []string, stdout, stderr io.Writer) int {
 	for _, a := range sched {
 		fmt.Fprintf(stdout, "  %s\n", a)
 	}
-	fmt.Fprintf(stdout, "saved: %s\nrepro: %s\n", path, repro(sf, *seed, path, size))
+	fmt.Fprintf(stdout, "saved: %s\nrepro: %s\n", path, repro(sf, nil, *seed, path, size))
 	return exitViolation
 }

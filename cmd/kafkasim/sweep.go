@@ -42,6 +42,16 @@ func parseShard(s string) (i, n uint64, err error) {
 	return i, n, nil
 }
 
+// shardSeeds is shard I of N's share of the seeds lo..hi: the seeds s with
+// s mod N == I-1, the first of them and how many there are.
+func shardSeeds(lo, hi, si, sn uint64) (first, count uint64) {
+	first = lo + (si-1+sn-lo%sn)%sn
+	if first <= hi {
+		count = (hi-first)/sn + 1
+	}
+	return first, count
+}
+
 func runSweep(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("sweep")
 	sf := addScenarioFlags(fs)
@@ -66,12 +76,8 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return badInput(stderr, "%v", err)
 	}
-	// The shard's seeds, drawn one at a time: s with s mod N == I-1.
-	first := lo + (si-1+sn-lo%sn)%sn
-	count := uint64(0)
-	if first <= hi {
-		count = (hi-first)/sn + 1
-	}
+	// The shard's seeds, drawn one at a time.
+	first, count := shardSeeds(lo, hi, si, sn)
 	next, drawn := first, uint64(0)
 	seeds := func() (job, bool) {
 		if drawn == count {
@@ -97,7 +103,7 @@ func runSweep(args []string, stdout, stderr io.Writer) int {
 		if bar != nil {
 			_ = bar.Add(1)
 		}
-		line := repro(sf, o.seed, "", 0)
+		line := repro(sf, nil, o.seed, "", 0)
 		cases[o.seed] = sweepCase(s, o, line)
 		if o.err != nil {
 			st.errors++
