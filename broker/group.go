@@ -34,8 +34,10 @@ import (
 // static member leaves only by its session timeout or a LeaveGroup naming
 // its instance.
 //
-// Not modelled: group.max.size, the consumer protocol of KIP-848, group
-// and offset expiration.
+// The consumer protocol of KIP-848 is consumer_group.go's; a group is of
+// one protocol or the other.
+//
+// Not modelled: group.max.size, group and offset expiration.
 
 type groupState uint8
 
@@ -276,6 +278,16 @@ func (c *groupCoordinator) handleJoinGroup(r *rpc.Request, req *kmsg.JoinGroupRe
 		return
 	}
 	g := c.groups[req.Group]
+	if g != nil && g.consumer != nil {
+		if len(g.consumer.members) > 0 {
+			// No migration between the protocols
+			// (group.consumer.migration.policy): a consumer group's
+			// members are all KIP-848 members.
+			fail(kerr.InconsistentGroupProtocol.Code, req.MemberID)
+			return
+		}
+		c.classicFromEmptyConsumerGroup(g)
+	}
 	if req.MemberID == "" {
 		if g == nil {
 			g = c.group(req.Group)
@@ -964,9 +976,12 @@ func (b *Broker) Group(id string) (GroupState, bool) {
 
 // checkInvariants asserts the group coordinator's invariants: every group
 // in a generation has its leader among its members and an Empty group has
-// none.
+// none; a consumer group's are consumerGroupViolation's.
 func (c *groupCoordinator) checkInvariants() {
 	checkEach(c.groups, cmp.Compare[string], func(id string, g *group) string {
+		if g.consumer != nil {
+			return c.consumerGroupViolation(id, g)
+		}
 		switch g.state {
 		case groupStable, groupCompletingRebalance:
 			if len(g.members) == 0 {

@@ -23,11 +23,36 @@ import (
 // with members, committed offsets or offsets pending in a transaction. A
 // group whose last record is a tombstone leaves nothing.
 func (g *group) listed() bool {
-	return len(g.members) > 0 || len(g.offsets) > 0 || len(g.pendingTxnOffsets) > 0 || g.state != groupEmpty
+	return len(g.members) > 0 || len(g.offsets) > 0 || len(g.pendingTxnOffsets) > 0 || g.state != groupEmpty || g.consumer != nil
+}
+
+// typeName is the group's type as ListGroups names it.
+func (g *group) typeName() string {
+	if g.consumer != nil {
+		return "consumer"
+	}
+	return "classic"
+}
+
+// stateName is the group's state as ListGroups names it.
+func (g *group) stateName() string {
+	if g.consumer != nil {
+		return g.consumer.state()
+	}
+	return g.state.String()
+}
+
+// protocolTypeName is the group's protocol type: a consumer group's is
+// "consumer", as Kafka lists it.
+func (g *group) protocolTypeName() string {
+	if g.consumer != nil {
+		return "consumer"
+	}
+	return g.protocolType
 }
 
 // handleListGroups lists the groups this broker coordinates, filtered by
-// state (v4+) and type (v5+: every group here is "classic"); while one of
+// state (v4+) and type (v5+: "classic" or "consumer"); while one of
 // its offsets partitions is still loading the answer is
 // COORDINATOR_LOAD_IN_PROGRESS with what is loaded.
 func (c *groupCoordinator) handleListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
@@ -44,14 +69,14 @@ func (c *groupCoordinator) handleListGroups(req *kmsg.ListGroupsRequest) *kmsg.L
 		if !g.listed() {
 			continue
 		}
-		if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(s string) bool { return strings.EqualFold(s, g.state.String()) }) {
+		if len(req.StatesFilter) > 0 && !slices.ContainsFunc(req.StatesFilter, func(s string) bool { return strings.EqualFold(s, g.stateName()) }) {
 			continue
 		}
-		if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(s string) bool { return strings.EqualFold(s, "classic") }) {
+		if len(req.TypesFilter) > 0 && !slices.ContainsFunc(req.TypesFilter, func(s string) bool { return strings.EqualFold(s, g.typeName()) }) {
 			continue
 		}
 		lg := kmsg.NewListGroupsResponseGroup()
-		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = id, g.protocolType, g.state.String(), "classic"
+		lg.Group, lg.ProtocolType, lg.GroupState, lg.GroupType = id, g.protocolTypeName(), g.stateName(), g.typeName()
 		resp.Groups = append(resp.Groups, lg)
 	}
 	return resp
@@ -74,7 +99,9 @@ func (c *groupCoordinator) handleDescribeGroups(req *kmsg.DescribeGroupsRequest)
 			continue
 		}
 		g := c.groups[id]
-		if g == nil || !g.listed() {
+		if g == nil || !g.listed() || g.consumer != nil {
+			// Kafka describes only classic groups here (classicGroup
+			// refuses a consumer group): the others are Dead to it.
 			dg.State = groupDead.String()
 			resp.Groups = append(resp.Groups, dg)
 			continue
@@ -122,7 +149,7 @@ func (c *groupCoordinator) handleDeleteGroups(r *rpc.Request, req *kmsg.DeleteGr
 		case code != 0:
 		case g == nil || !g.listed():
 			code = kerr.GroupIDNotFound.Code
-		case len(g.members) > 0 || g.state != groupEmpty:
+		case len(g.members) > 0 || g.state != groupEmpty || (g.consumer != nil && len(g.consumer.members) > 0):
 			code = kerr.NonEmptyGroup.Code
 		case len(g.pendingTxnOffsets) > 0:
 			// Kafka waits for the transaction; refusing keeps the
@@ -137,7 +164,13 @@ func (c *groupCoordinator) handleDeleteGroups(r *rpc.Request, req *kmsg.DeleteGr
 		for _, tp := range slices.SortedFunc(maps.Keys(g.offsets), metadata.TopicPartition.Compare) {
 			recs = append(recs, record.Record{Key: encodeOffsetKey(id, tp)})
 		}
-		recs = append(recs, record.Record{Key: encodeGroupKey(id)})
+		if g.consumer != nil {
+			for _, k := range consumerGroupTombstoneKeys(id) {
+				recs = append(recs, record.Record{Key: k})
+			}
+		} else {
+			recs = append(recs, record.Record{Key: encodeGroupKey(id)})
+		}
 		waiting++
 		c.b.appendReplicated(p, recs, func(code int16) {
 			resp.Groups[i].ErrorCode = code
@@ -219,6 +252,17 @@ func (c *groupCoordinator) handleOffsetDelete(r *rpc.Request, req *kmsg.OffsetDe
 // protocol (what Kafka's GroupMetadata.isSubscribedToTopic reads).
 func (g *group) subscribedTopics() map[string]bool {
 	out := map[string]bool{}
+	if g.consumer != nil { // by name, and what regexes resolved to
+		for _, m := range g.consumer.sortedMembers() {
+			for _, t := range m.subscribedTopics {
+				out[t] = true
+			}
+		}
+		for t := range g.consumer.topics {
+			out[t] = true
+		}
+		return out
+	}
 	if g.protocolType != "consumer" {
 		return out
 	}

@@ -36,6 +36,9 @@ type group struct {
 	// OffsetFetch with require_stable must not read around them either.
 	pendingCommits map[metadata.TopicPartition]int
 	membership     // the classic group protocol's state, group.go
+	// consumer is the KIP-848 consumer group state (consumer_group.go),
+	// nil unless this is a consumer group.
+	consumer *consumerGroup
 }
 
 type committedOffset struct {
@@ -134,6 +137,9 @@ func (c *groupCoordinator) group(id string) *group {
 func (c *groupCoordinator) apply(key, value []byte, off int64) {
 	if gid, ok := decodeGroupKey(key); ok {
 		c.applyGroupMetadata(gid, value)
+		return
+	}
+	if c.applyConsumerGroupRecord(key, value) {
 		return
 	}
 	gid, tp, ok := decodeOffsetKey(key)
@@ -262,8 +268,11 @@ func (c *groupCoordinator) handleOffsetFetch(req *kmsg.OffsetFetchRequest) *kmsg
 		gr := kmsg.NewOffsetFetchResponseGroup()
 		gr.Group = rg.Group
 		_, code := c.serving(rg.Group)
-		gr.ErrorCode = code
 		g := c.groups[rg.Group]
+		if code == 0 && g != nil && g.consumer != nil && req.Version >= 9 {
+			code = consumerOffsetFetchFence(g.consumer, rg.MemberID, rg.MemberEpoch)
+		}
+		gr.ErrorCode = code
 		if code == 0 {
 			topics := rg.Topics
 			if topics == nil && g != nil { // all committed partitions

@@ -22,13 +22,14 @@ import (
 // is accepted only while the group has no members — except transactional
 // commits, whose older versions carry no member at all. A plain commit
 // while the group awaits its leader's assignment is told
-// REBALANCE_IN_PROGRESS.
+// REBALANCE_IN_PROGRESS. A consumer group's commits are fenced by member
+// epoch instead (consumerOffsetCommitFence).
 func (c *groupCoordinator) validateOffsetCommit(g *group, memberID, instance string, generation int32, transactional bool, version int16) int16 {
 	code := c.offsetCommitFence(g, memberID, instance, generation, transactional, version)
 	if code == kerr.FencedInstanceID.Code {
 		c.fencedInstance(g, code, instance)
 	}
-	if code == kerr.UnknownMemberID.Code || code == kerr.IllegalGeneration.Code || code == kerr.FencedInstanceID.Code {
+	if code == kerr.UnknownMemberID.Code || code == kerr.IllegalGeneration.Code || code == kerr.FencedInstanceID.Code || code == kerr.StaleMemberEpoch.Code {
 		group := ""
 		if g != nil {
 			group = g.id
@@ -47,6 +48,9 @@ func (c *groupCoordinator) offsetCommitFence(g *group, memberID, instance string
 			return kerr.GroupIDNotFound.Code
 		}
 		return kerr.IllegalGeneration.Code
+	}
+	if g.consumer != nil {
+		return consumerOffsetCommitFence(g.consumer, memberID, generation, transactional, version)
 	}
 	if g.state == groupDead {
 		return kerr.CoordinatorNotAvailable.Code
@@ -327,7 +331,15 @@ func (c *groupCoordinator) storeGroup(g *group, done func(code int16)) {
 func (c *groupCoordinator) resumeGroups(part int32) {
 	for _, id := range slices.Sorted(maps.Keys(c.groups)) {
 		g := c.groups[id]
-		if c.offsetsPartition(id).Partition != part || len(g.members) == 0 {
+		if c.offsetsPartition(id).Partition != part {
+			continue
+		}
+		if g.consumer != nil {
+			g.consumer.rebuildOwners()
+			c.resumeConsumerGroup(g)
+			continue
+		}
+		if len(g.members) == 0 {
 			continue
 		}
 		c.b.e.Log("group-resumed", "group", id, "generation", g.generation, "state", g.state.String(), "members", len(g.members))
@@ -350,5 +362,8 @@ func (c *groupCoordinator) unloadGroup(g *group) {
 	}
 	for _, m := range g.sortedMembers() {
 		c.releaseMember(m, kerr.NotCoordinator.Code)
+	}
+	if g.consumer != nil {
+		c.unloadConsumerGroup(g)
 	}
 }

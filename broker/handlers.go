@@ -79,6 +79,10 @@ func (b *Broker) serve(r *rpc.Request) {
 		b.groups.handleHeartbeat(r, req)
 	case *kmsg.LeaveGroupRequest:
 		b.groups.handleLeaveGroup(r, req)
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		b.groups.handleConsumerGroupHeartbeat(r, req)
+	case *kmsg.ConsumerGroupDescribeRequest:
+		r.Respond(b.groups.handleConsumerGroupDescribe(req))
 	case *kmsg.TxnOffsetCommitRequest:
 		b.groups.handleTxnOffsetCommit(r, req)
 	case *kmsg.AddPartitionsToTxnRequest:

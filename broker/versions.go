@@ -29,22 +29,24 @@ var Versions = wire.NewVersions(
 	wire.Range{Key: 22, Min: 0, Max: 5}, // InitProducerId
 	wire.Range{Key: 23, Min: 0, Max: 4}, // OffsetForLeaderEpoch
 	wire.Range{Key: 24, Min: 0, Max: 5, Note: "v4+ (KIP-890 verification) from brokers only"}, // AddPartitionsToTxn
-	wire.Range{Key: 25, Min: 0, Max: 4},                                                                   // AddOffsetsToTxn
-	wire.Range{Key: 26, Min: 0, Max: 5, Note: "v5: KIP-890 epoch bump"},                                   // EndTxn
-	wire.Range{Key: 27, Min: 0, Max: 2, Note: "from brokers only"},                                        // WriteTxnMarkers
-	wire.Range{Key: 28, Min: 0, Max: 5, Note: "v6 (topics by id) not served"},                             // TxnOffsetCommit
-	wire.Range{Key: 32, Min: 0, Max: 4, Note: "topics and brokers, with sources"},                         // DescribeConfigs
-	wire.Range{Key: 33, Min: 0, Max: 2, Note: "topics; forwarded"},                                        // AlterConfigs
-	wire.Range{Key: 35, Min: 0, Max: 4, Note: "one log directory; replica sizes"},                         // DescribeLogDirs
-	wire.Range{Key: 37, Min: 0, Max: 3, Note: "forwarded"},                                                // CreatePartitions
-	wire.Range{Key: 42, Min: 0, Max: 2, Note: "tombstones; v3 (after Kafka 4.0) not served"},              // DeleteGroups
-	wire.Range{Key: 43, Min: 0, Max: 2, Note: "preferred and unclean; forwarded"},                         // ElectLeaders
-	wire.Range{Key: 44, Min: 0, Max: 1, Note: "topics; forwarded"},                                        // IncrementalAlterConfigs
-	wire.Range{Key: 47, Min: 0, Max: 0},                                                                   // OffsetDelete
-	wire.Range{Key: 55, Min: 0, Max: 2, Note: "forwarded to the quorum's leader"},                         // DescribeQuorum
-	wire.Range{Key: 60, Min: 0, Max: 1, Note: "endpoints per listener; v2 (after Kafka 4.0) not served"},  // DescribeCluster
-	wire.Range{Key: 61, Min: 0, Max: 0},                                                                   // DescribeProducers
-	wire.Range{Key: 65, Min: 0, Max: 0},                                                                   // DescribeTransactions
-	wire.Range{Key: 66, Min: 0, Max: 1, Note: "KIP-994 duration filter; v2 (after Kafka 4.0) not served"}, // ListTransactions
-	wire.Range{Key: 75, Min: 0, Max: 0, Note: "KIP-966 paging"},                                           // DescribeTopicPartitions
+	wire.Range{Key: 25, Min: 0, Max: 4},                                                                                             // AddOffsetsToTxn
+	wire.Range{Key: 26, Min: 0, Max: 5, Note: "v5: KIP-890 epoch bump"},                                                             // EndTxn
+	wire.Range{Key: 27, Min: 0, Max: 2, Note: "from brokers only"},                                                                  // WriteTxnMarkers
+	wire.Range{Key: 28, Min: 0, Max: 5, Note: "v6 (topics by id) not served"},                                                       // TxnOffsetCommit
+	wire.Range{Key: 32, Min: 0, Max: 4, Note: "topics and brokers, with sources"},                                                   // DescribeConfigs
+	wire.Range{Key: 33, Min: 0, Max: 2, Note: "topics; forwarded"},                                                                  // AlterConfigs
+	wire.Range{Key: 35, Min: 0, Max: 4, Note: "one log directory; replica sizes"},                                                   // DescribeLogDirs
+	wire.Range{Key: 37, Min: 0, Max: 3, Note: "forwarded"},                                                                          // CreatePartitions
+	wire.Range{Key: 42, Min: 0, Max: 2, Note: "tombstones; v3 (after Kafka 4.0) not served"},                                        // DeleteGroups
+	wire.Range{Key: 43, Min: 0, Max: 2, Note: "preferred and unclean; forwarded"},                                                   // ElectLeaders
+	wire.Range{Key: 44, Min: 0, Max: 1, Note: "topics; forwarded"},                                                                  // IncrementalAlterConfigs
+	wire.Range{Key: 47, Min: 0, Max: 0},                                                                                             // OffsetDelete
+	wire.Range{Key: 55, Min: 0, Max: 2, Note: "forwarded to the quorum's leader"},                                                   // DescribeQuorum
+	wire.Range{Key: 60, Min: 0, Max: 1, Note: "endpoints per listener; v2 (after Kafka 4.0) not served"},                            // DescribeCluster
+	wire.Range{Key: 61, Min: 0, Max: 0},                                                                                             // DescribeProducers
+	wire.Range{Key: 65, Min: 0, Max: 0},                                                                                             // DescribeTransactions
+	wire.Range{Key: 66, Min: 0, Max: 1, Note: "KIP-994 duration filter; v2 (after Kafka 4.0) not served"},                           // ListTransactions
+	wire.Range{Key: 68, Min: 0, Max: 1, Note: "KIP-848 consumer groups; server-side assignors uniform, range; regex subscriptions"}, // ConsumerGroupHeartbeat
+	wire.Range{Key: 69, Min: 0, Max: 1},                                                                                             // ConsumerGroupDescribe
+	wire.Range{Key: 75, Min: 0, Max: 0, Note: "KIP-966 paging"},                                                                     // DescribeTopicPartitions
 )

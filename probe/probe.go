@@ -129,6 +129,16 @@ const (
 	// StaticMemberFenced: a request from an older incarnation of a static
 	// member was refused with FENCED_INSTANCE_ID.
 	StaticMemberFenced = "static-member-fenced"
+	// ConsumerGroupRevocationPending: a consumer group (KIP-848) member was
+	// asked to revoke partitions before it may be given others
+	// (UNREVOKED_PARTITIONS).
+	ConsumerGroupRevocationPending = "consumer-group-revocation-pending"
+	// ConsumerGroupRevocationAcknowledged: a consumer group member
+	// reported it no longer owns what it had to revoke, and moved on.
+	ConsumerGroupRevocationAcknowledged = "consumer-group-revocation-acknowledged"
+	// ConsumerGroupMemberFenced: a consumer group member was removed by
+	// its session or rebalance timeout, or left.
+	ConsumerGroupMemberFenced = "consumer-group-member-fenced"
 )
 
 // Storage.
@@ -193,6 +203,9 @@ var Catalogue = []Info{
 	{OffsetCommitAwaitingReplication, "broker", "a group coordinator appended an offset commit and awaits its replication"},
 	{StaticMemberReplaced, "broker", "a static member's new incarnation took its place in the group"},
 	{StaticMemberFenced, "broker", "an older incarnation of a static member was told FENCED_INSTANCE_ID"},
+	{ConsumerGroupRevocationPending, "broker", "a KIP-848 member was asked to revoke partitions first"},
+	{ConsumerGroupRevocationAcknowledged, "broker", "a KIP-848 member revoked what it had to and moved on"},
+	{ConsumerGroupMemberFenced, "broker", "a KIP-848 member left or was fenced by its session or rebalance timeout"},
 	{PowerLossDroppedUnsynced, "world", "a power loss dropped bytes not yet synced"},
 	{CompactionRemovedRecords, "broker", "the log cleaner removed records a later record of the same key superseded"},
 	{TombstoneRemoved, "broker", "the log cleaner removed a tombstone past delete.retention.ms"},

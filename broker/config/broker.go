@@ -54,6 +54,9 @@ var brokerConfigs = []BrokerConfigDef{
 	{"group.initial.rebalance.delay.ms", TypeInt, "3000", "wait for more members before a new group's first rebalance", func(c *Cluster) any { return &c.GroupInitialRebalanceDelay }},
 	{"group.min.session.timeout.ms", TypeInt, "6000", "shortest session timeout a group member may ask for", func(c *Cluster) any { return &c.GroupSessionTimeoutMin }},
 	{"group.max.session.timeout.ms", TypeInt, "1800000", "longest session timeout a group member may ask for", func(c *Cluster) any { return &c.GroupSessionTimeoutMax }},
+	{"group.consumer.session.timeout.ms", TypeInt, "45000", "a consumer group (KIP-848) member silent this long is fenced", func(c *Cluster) any { return &c.GroupConsumerSessionTimeout }},
+	{"group.consumer.heartbeat.interval.ms", TypeInt, "5000", "how often a consumer group (KIP-848) member is told to heartbeat", func(c *Cluster) any { return &c.GroupConsumerHeartbeatInterval }},
+	{"group.consumer.assignors", TypeList, "uniform,range", "the server-side assignors of consumer groups (KIP-848): uniform, range; the first is the default", func(c *Cluster) any { return &c.GroupConsumerAssignors }},
 }
 
 // BrokerConfigDefs lists the cluster's settings, in the order the command
@@ -73,6 +76,8 @@ func (d BrokerConfigDef) Get(c *Cluster) string {
 		return strconv.FormatInt(*p, 10)
 	case *bool:
 		return strconv.FormatBool(*p)
+	case *[]string:
+		return strings.Join(*p, ",")
 	case *time.Duration:
 		if *p < 0 {
 			return "-1" // log.retention.ms: forever
@@ -107,6 +112,14 @@ func (d BrokerConfigDef) Set(c *Cluster, v string) error {
 			return fmt.Errorf("want true or false")
 		}
 		*p = b
+	case *[]string:
+		var names []string
+		for _, n := range strings.Split(v, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				names = append(names, n)
+			}
+		}
+		*p = names
 	case *time.Duration:
 		if d.Name == "log.retention.ms" && strings.TrimSpace(v) == "-1" {
 			*p = -1 // forever

@@ -5,6 +5,8 @@ package config
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/kafkasim/kafkasim/broker/defect"
@@ -101,6 +103,15 @@ type Cluster struct {
 	// GroupSessionTimeoutMin and GroupSessionTimeoutMax bound the session
 	// timeouts members may ask for.
 	GroupSessionTimeoutMin, GroupSessionTimeoutMax time.Duration
+	// GroupConsumerSessionTimeout is group.consumer.session.timeout.ms and
+	// GroupConsumerHeartbeatInterval group.consumer.heartbeat.interval.ms:
+	// a consumer group (KIP-848) member's session, and the heartbeat
+	// interval it is told.
+	GroupConsumerSessionTimeout, GroupConsumerHeartbeatInterval time.Duration
+	// GroupConsumerAssignors is group.consumer.assignors: the server-side
+	// assignors of consumer groups by name ("uniform", "range"), the first
+	// the default.
+	GroupConsumerAssignors []string
 
 	// Defects are bugs planted on purpose (package defect) for the
 	// checkers' self-test; the zero set, everywhere else.
@@ -140,9 +151,12 @@ func Default() Cluster {
 		TransactionTopicPartitions:                4, // Kafka: 50
 		TransactionTopicReplicationFactor:         3,
 		TransactionTimeoutMax:                     15 * time.Minute,
-		GroupInitialRebalanceDelay:                0,               // Kafka: 3 s
-		GroupSessionTimeoutMin:                    time.Second,     // Kafka: 6 s
-		GroupSessionTimeoutMax:                    5 * time.Minute, // Kafka: 30 min
+		GroupInitialRebalanceDelay:                0,                // Kafka: 3 s
+		GroupSessionTimeoutMin:                    time.Second,      // Kafka: 6 s
+		GroupSessionTimeoutMax:                    5 * time.Minute,  // Kafka: 30 min
+		GroupConsumerSessionTimeout:               10 * time.Second, // Kafka: 45 s
+		GroupConsumerHeartbeatInterval:            time.Second,      // Kafka: 5 s
+		GroupConsumerAssignors:                    []string{"uniform", "range"},
 	}
 }
 
@@ -175,6 +189,19 @@ func (c Cluster) Validate() error {
 		return fmt.Errorf("num.partitions %d < 1", c.NumPartitions)
 	case c.DefaultReplicationFactor < 1 || c.OffsetsTopicReplicationFactor < 1 || c.TransactionTopicReplicationFactor < 1:
 		return fmt.Errorf("replication factors must be at least 1")
+	case c.GroupConsumerHeartbeatInterval <= 0 || c.GroupConsumerHeartbeatInterval >= c.GroupConsumerSessionTimeout:
+		return fmt.Errorf("group.consumer.heartbeat.interval.ms %v must be in (0, group.consumer.session.timeout.ms %v)", c.GroupConsumerHeartbeatInterval, c.GroupConsumerSessionTimeout)
+	case len(c.GroupConsumerAssignors) == 0:
+		return fmt.Errorf("group.consumer.assignors names no assignor")
+	}
+	for _, a := range c.GroupConsumerAssignors {
+		if !slices.Contains(ConsumerGroupAssignors, a) {
+			return fmt.Errorf("group.consumer.assignors: unknown assignor %q (known: %s)", a, strings.Join(ConsumerGroupAssignors, ", "))
+		}
 	}
 	return nil
 }
+
+// ConsumerGroupAssignors are the server-side assignors a broker has for
+// consumer groups (KIP-848), as group.consumer.assignors names them.
+var ConsumerGroupAssignors = []string{"uniform", "range"}

@@ -1,0 +1,375 @@
+package broker_test
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kafkasim/kafkasim/broker/config"
+	"github.com/kafkasim/kafkasim/broker/metadata"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// KIP-848 consumer groups: members heartbeat with ConsumerGroupHeartbeat
+// and the coordinator assigns.
+
+// member848 drives one consumer group member with raw heartbeats. It owns
+// what it was last assigned, unless the story holds its revocation back.
+type member848 struct {
+	*actor
+	group, id, instance string
+	topics              []string
+	assignor            string
+	epoch               int32
+	assigned            []string // "topic/partition", sorted
+	owned               []string // what it reports owning
+	holdRevocation      bool     // keep reporting partitions it was told to give up
+	coord               int
+}
+
+func (c *cluster) member848(name, group string, topics ...string) *member848 {
+	return &member848{actor: c.actor(name, nil), group: group, id: name + "-id", topics: topics}
+}
+
+func (m *member848) topicPartitions(tps []string) []kmsg.ConsumerGroupHeartbeatRequestTopic {
+	out := []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	for _, s := range tps {
+		i := strings.LastIndex(s, "/")
+		p, err := strconv.Atoi(s[i+1:])
+		require.NoError(m.c.t, err)
+		id := m.c.topicID(s[:i])
+		j := slices.IndexFunc(out, func(t kmsg.ConsumerGroupHeartbeatRequestTopic) bool { return t.TopicID == id })
+		if j < 0 {
+			t := kmsg.NewConsumerGroupHeartbeatRequestTopic()
+			t.TopicID = id
+			out = append(out, t)
+			j = len(out) - 1
+		}
+		out[j].Partitions = append(out[j].Partitions, int32(p))
+	}
+	return out
+}
+
+// heartbeatRequest is a full request when joining, else one with only the
+// epoch and the owned partitions.
+func (m *member848) heartbeatRequest() *kmsg.ConsumerGroupHeartbeatRequest {
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Group, req.MemberID, req.MemberEpoch = m.group, m.id, m.epoch
+	if m.instance != "" {
+		req.InstanceID = kmsg.StringPtr(m.instance)
+	}
+	if m.epoch == 0 {
+		req.RebalanceTimeoutMillis = 5000
+		req.SubscribedTopicNames = m.topics
+		if m.assignor != "" {
+			req.ServerAssignor = kmsg.StringPtr(m.assignor)
+		}
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		return req
+	}
+	req.Topics = m.topicPartitions(m.owned)
+	return req
+}
+
+// heartbeat sends one heartbeat and takes in the answer: the epoch, and
+// an assignment if one came.
+func (m *member848) heartbeat() int16 {
+	if m.coord == 0 && m.epoch == 0 {
+		m.coord = m.findCoordinator(m.group, 0)
+	}
+	resp := m.call(m.coord, m.heartbeatRequest()).(*kmsg.ConsumerGroupHeartbeatResponse)
+	if resp.ErrorCode != 0 {
+		return resp.ErrorCode
+	}
+	m.epoch = resp.MemberEpoch
+	if resp.Assignment != nil {
+		m.assigned = nil
+		names := m.c.controllerImage().Topics
+		for _, t := range resp.Assignment.Topics {
+			for name, ti := range names {
+				if ti.ID == t.TopicID {
+					for _, p := range t.Partitions {
+						m.assigned = append(m.assigned, fmt.Sprintf("%s/%d", name, p))
+					}
+				}
+			}
+		}
+		slices.Sort(m.assigned)
+		if !m.holdRevocation {
+			m.owned = m.assigned
+		} else {
+			// Take what is new, keep what should go.
+			for _, tp := range m.assigned {
+				if !slices.Contains(m.owned, tp) {
+					m.owned = append(m.owned, tp)
+				}
+			}
+			slices.Sort(m.owned)
+		}
+	}
+	return 0
+}
+
+// leave sends epoch -1 (or -2 for a static member that will be back).
+func (m *member848) leave(epoch int32) int16 {
+	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	req.Group, req.MemberID, req.MemberEpoch = m.group, m.id, epoch
+	if m.instance != "" {
+		req.InstanceID = kmsg.StringPtr(m.instance)
+	}
+	return m.call(m.coord, req).(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode
+}
+
+// commit commits offset for tp at the member's coordinator, naming epoch.
+func (m *member848) commit(epoch int32, tp metadata.TopicPartition, offset int64) int16 {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.Generation, req.MemberID = m.group, epoch, m.id
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = tp.Topic
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset = tp.Partition, offset
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return m.call(m.coord, req).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+}
+
+func (c *cluster) describeConsumerGroup(group string) kmsg.ConsumerGroupDescribeResponseGroup {
+	a := c.actor("admin", nil)
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = []string{group}
+	return a.call(c.coordinatorOf(group), req).(*kmsg.ConsumerGroupDescribeResponse).Groups[0]
+}
+
+func partitionsOf(topic string, ps ...int32) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, fmt.Sprintf("%s/%d", topic, p))
+	}
+	return out
+}
+
+func TestAConsumerGroupMemberJoinsAndGetsAllPartitions(t *testing.T) {
+	c := newCluster(t, 61, 3, config.Default())
+	c.createTopic("orders", 3, 3)
+	a := c.member848("consumer-a", "etl", "orders")
+	require.Zero(t, a.heartbeat())
+	require.Equal(t, int32(1), a.epoch, "the join bumped the group epoch to 1, and a is there")
+	require.Equal(t, partitionsOf("orders", 0, 1, 2), a.assigned)
+
+	d := c.describeConsumerGroup("etl")
+	require.Zero(t, d.ErrorCode)
+	require.Equal(t, "Stable", d.State)
+	require.Equal(t, int32(1), d.Epoch)
+	require.Equal(t, int32(1), d.AssignmentEpoch)
+	require.Equal(t, "uniform", d.AssignorName)
+	require.Len(t, d.Members, 1)
+	require.Equal(t, []string{"orders"}, d.Members[0].SubscribedTopics)
+	require.Equal(t, "consumer", c.listGroupTypes(0)["etl"])
+}
+
+func (c *cluster) listGroupTypes(broker int) map[string]string {
+	out := map[string]string{}
+	for i := range c.brokers {
+		resp, err := c.call(c.brokers[i], kmsg.NewPtrListGroupsRequest())
+		require.NoError(c.t, err)
+		for _, g := range resp.(*kmsg.ListGroupsResponse).Groups {
+			out[g.Group] = g.GroupType
+		}
+	}
+	return out
+}
+
+func TestASecondMemberGetsPartitionsOnlyAfterTheFirstRevokesThem(t *testing.T) {
+	c := newCluster(t, 62, 3, config.Default())
+	c.createTopic("orders", 4, 3)
+	a, b := c.member848("consumer-a", "etl", "orders"), c.member848("consumer-b", "etl", "orders")
+	require.Zero(t, a.heartbeat())
+	require.Equal(t, partitionsOf("orders", 0, 1, 2, 3), a.assigned)
+
+	a.holdRevocation = true
+	require.Zero(t, b.heartbeat())
+	require.Equal(t, int32(2), b.epoch, "b is at the new epoch")
+	require.Empty(t, b.assigned, "but its partitions are a's until a revokes them")
+
+	require.Zero(t, a.heartbeat())
+	require.Equal(t, int32(1), a.epoch, "a stays in its epoch until it has revoked")
+	require.Len(t, a.assigned, 2, "a is told to keep two")
+	require.Len(t, a.owned, 4, "and still owns four")
+	d := c.describeConsumerGroup("etl")
+	require.Equal(t, "Reconciling", d.State)
+
+	require.Zero(t, b.heartbeat())
+	require.Empty(t, b.assigned, "nothing released yet")
+	require.Zero(t, a.heartbeat())
+	require.Equal(t, int32(1), a.epoch, "still owning them: no progress")
+
+	// a revokes (commits, stops fetching) and says so.
+	a.owned = a.assigned
+	require.Zero(t, a.heartbeat())
+	require.Equal(t, int32(2), a.epoch)
+	require.Zero(t, b.heartbeat())
+	require.Len(t, b.assigned, 2)
+	for _, tp := range b.assigned {
+		require.NotContains(t, a.assigned, tp)
+	}
+	require.Equal(t, "Stable", c.describeConsumerGroup("etl").State)
+}
+
+func TestAConsumerGroupMemberIsFencedBySessionTimeout(t *testing.T) {
+	c := newCluster(t, 63, 3, config.Default())
+	c.createTopic("orders", 2, 3)
+	a, b := c.member848("consumer-a", "etl", "orders"), c.member848("consumer-b", "etl", "orders")
+	require.Zero(t, a.heartbeat())
+	require.Zero(t, b.heartbeat())
+	require.Zero(t, a.heartbeat()) // revokes one
+	require.Zero(t, a.heartbeat())
+	require.Zero(t, b.heartbeat())
+	require.Len(t, b.assigned, 1)
+	orders1 := metadata.TopicPartition{Topic: "orders", Partition: 1}
+	require.Zero(t, b.commit(b.epoch, orders1, 3))
+
+	// b falls silent; a keeps heartbeating past b's session.
+	for range 12 {
+		require.NoError(t, c.w.RunFor(time.Second))
+		require.Zero(t, a.heartbeat())
+	}
+	require.Equal(t, partitionsOf("orders", 0, 1), a.assigned, "b's partition came to a")
+	require.Equal(t, kerr.UnknownMemberID.Code, b.heartbeat())
+	require.Equal(t, kerr.UnknownMemberID.Code, b.commit(b.epoch, orders1, 4), "a fenced member's commits are refused")
+	require.Zero(t, a.commit(a.epoch, orders1, 4))
+}
+
+func TestAnOffsetCommitWithAStaleMemberEpochIsRefused(t *testing.T) {
+	c := newCluster(t, 64, 3, config.Default())
+	c.createTopic("orders", 2, 3)
+	a, b := c.member848("consumer-a", "etl", "orders"), c.member848("consumer-b", "etl", "orders")
+	require.Zero(t, a.heartbeat())
+	old := a.epoch
+	require.Zero(t, b.heartbeat())
+	require.Zero(t, a.heartbeat())
+	require.Zero(t, a.heartbeat())
+	require.Greater(t, a.epoch, old)
+	orders0 := metadata.TopicPartition{Topic: "orders", Partition: 0}
+	require.Equal(t, kerr.StaleMemberEpoch.Code, a.commit(old, orders0, 5))
+	require.Zero(t, a.commit(a.epoch, orders0, 5))
+	require.Equal(t, kerr.UnknownMemberID.Code, a.actor.commit("etl", -1, "", orders0, 6), "no member epoch while the group has members")
+}
+
+func TestConsumerGroupEpochsAndAssignmentSurviveCoordinatorFailover(t *testing.T) {
+	c := newCluster(t, 65, 3, config.Default())
+	c.createTopic("orders", 3, 3)
+	a := c.member848("consumer-a", "etl", "orders")
+	require.Zero(t, a.heartbeat())
+	b := c.member848("consumer-b", "etl", "orders")
+	require.Zero(t, b.heartbeat())
+	require.Zero(t, a.heartbeat())
+	require.Zero(t, a.heartbeat())
+	require.Zero(t, b.heartbeat())
+	before := c.describeConsumerGroup("etl")
+	require.Equal(t, "Stable", before.State)
+
+	old := a.coord
+	c.w.Node(c.brokers[old]).Crash()
+	offsets := metadata.TopicPartition{Topic: metadata.OffsetsTopic, Partition: metadata.PartitionFor("etl", c.cfg.OffsetsTopicPartitions)}
+	successor := c.waitLeader(offsets, old, 30*time.Second)
+	a.coord, b.coord = successor, successor
+
+	after := c.describeConsumerGroup("etl")
+	require.Equal(t, before.Epoch, after.Epoch, "loaded from __consumer_offsets")
+	require.Equal(t, before.AssignmentEpoch, after.AssignmentEpoch)
+	require.Equal(t, before.Members, after.Members, "same members, epochs and assignments")
+	aAssigned := a.assigned
+	require.Zero(t, a.heartbeat(), "a's epoch is still current")
+	require.Zero(t, b.heartbeat())
+	require.Equal(t, aAssigned, a.owned)
+	require.Zero(t, a.commit(a.epoch, metadata.TopicPartition{Topic: "orders", Partition: 0}, 7))
+}
+
+func TestAStaticMemberThatLeftIsReplacedByItsNextIncarnation(t *testing.T) {
+	c := newCluster(t, 66, 3, config.Default())
+	c.createTopic("orders", 2, 3)
+	a, b := c.member848("consumer-a", "etl", "orders"), c.member848("consumer-b", "etl", "orders")
+	a.instance, b.instance = "host-a", "host-b"
+	require.Zero(t, a.heartbeat())
+	require.Zero(t, b.heartbeat())
+	require.Zero(t, a.heartbeat())
+	require.Zero(t, a.heartbeat())
+	require.Zero(t, b.heartbeat())
+	mine := b.assigned
+	require.Len(t, mine, 1)
+
+	// While b lives, its instance is not free.
+	b2 := c.member848("consumer-b2", "etl", "orders")
+	b2.instance = "host-b"
+	require.Equal(t, kerr.UnreleasedInstanceID.Code, b2.heartbeat())
+
+	require.Zero(t, b.leave(-2), "a temporary leave")
+	require.Zero(t, b2.heartbeat())
+	require.Equal(t, mine, b2.assigned, "the next incarnation takes the assignment over")
+	require.Zero(t, a.heartbeat())
+	require.Len(t, a.assigned, 1, "no rebalance: a keeps its partition")
+	require.Equal(t, kerr.FencedInstanceID.Code, b.heartbeat(), "the old incarnation is fenced")
+}
+
+func TestAClassicGroupAndAConsumerGroupRefuseTheOtherProtocol(t *testing.T) {
+	c := newCluster(t, 67, 3, config.Default())
+	c.createTopic("orders", 1, 3)
+	classic := c.consumer("classic-a", "etl")
+	classic.session = 20 * time.Second
+	classic.joinAlone(t)
+	m := c.member848("consumer-a", "etl", "orders")
+	require.Equal(t, kerr.GroupIDNotFound.Code, m.heartbeat(), "a classic group with members is not a consumer group")
+
+	n := c.member848("consumer-b", "kip848", "orders")
+	require.Zero(t, n.heartbeat())
+	j := c.consumer("classic-b", "kip848")
+	j.coord = j.findCoordinator("kip848", 0)
+	req := j.joinRequest()
+	resp := j.call(j.coord, req).(*kmsg.JoinGroupResponse)
+	require.Equal(t, kerr.InconsistentGroupProtocol.Code, resp.ErrorCode)
+
+	// Once empty, a consumer group can become a classic one.
+	require.Zero(t, n.leave(-1))
+	require.Equal(t, "Empty", c.describeConsumerGroup("kip848").State)
+	j.session = 20 * time.Second
+	require.Zero(t, j.join())
+}
+
+func TestTheHeartbeatIsValidatedAsKafkaValidatesIt(t *testing.T) {
+	c := newCluster(t, 68, 3, config.Default())
+	c.createTopic("orders", 1, 3)
+	m := c.member848("consumer-a", "etl", "orders")
+	m.assignor = "sticky"
+	require.Equal(t, kerr.UnsupportedAssignor.Code, m.heartbeat())
+	m.assignor = ""
+	m.epoch = 5
+	m.coord = m.findCoordinator("etl", 0)
+	require.Equal(t, kerr.GroupIDNotFound.Code, m.heartbeat(), "no such group, and only a join creates one")
+	m.epoch = 0
+	require.Zero(t, m.heartbeat())
+	m.epoch = 7
+	require.Equal(t, kerr.FencedMemberEpoch.Code, m.heartbeat(), "ahead of the coordinator")
+	m.epoch = -3
+	require.Equal(t, kerr.InvalidRequest.Code, m.heartbeat())
+}
+
+func TestTheRangeAssignorIsChosenByTheMembers(t *testing.T) {
+	c := newCluster(t, 69, 3, config.Default())
+	c.createTopic("orders", 3, 3)
+	c.createTopic("payments", 3, 3)
+	a, b := c.member848("consumer-a", "etl", "orders", "payments"), c.member848("consumer-b", "etl", "orders", "payments")
+	a.assignor, b.assignor = "range", "range"
+	require.Zero(t, a.heartbeat())
+	require.Zero(t, b.heartbeat())
+	require.Zero(t, a.heartbeat())
+	require.Zero(t, a.heartbeat())
+	require.Zero(t, b.heartbeat())
+	require.Equal(t, "range", c.describeConsumerGroup("etl").AssignorName)
+	require.Equal(t, append(partitionsOf("orders", 0, 1), partitionsOf("payments", 0, 1)...), a.assigned)
+	require.Equal(t, append(partitionsOf("orders", 2), partitionsOf("payments", 2)...), b.assigned)
+}
