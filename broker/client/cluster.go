@@ -44,6 +44,7 @@ type cluster struct {
 
 type topicInfo struct {
 	code  int16 // topic-level error of the last answer
+	id    [16]byte
 	parts []partitionInfo
 }
 
@@ -312,7 +313,7 @@ func (c *cluster) apply(resp *kmsg.MetadataResponse) {
 			continue
 		}
 		old := c.topics[*rt.Topic]
-		t := &topicInfo{code: rt.ErrorCode}
+		t := &topicInfo{code: rt.ErrorCode, id: rt.TopicID}
 		if rt.ErrorCode == 0 {
 			n := 0
 			for _, rp := range rt.Partitions {
@@ -338,6 +339,25 @@ func (c *cluster) apply(resp *kmsg.MetadataResponse) {
 		}
 		c.topics[*rt.Topic] = t
 	}
+}
+
+// topicID is the topic's id, if the metadata knows the topic.
+func (c *cluster) topicID(name string) ([16]byte, bool) {
+	t := c.topics[name]
+	if t == nil || t.code != 0 || t.id == ([16]byte{}) {
+		return [16]byte{}, false
+	}
+	return t.id, true
+}
+
+// topicName is the name of the topic with id, if the metadata knows it.
+func (c *cluster) topicName(id [16]byte) (string, bool) {
+	for name, t := range c.topics {
+		if t.code == 0 && t.id == id && id != ([16]byte{}) {
+			return name, true
+		}
+	}
+	return "", false
 }
 
 // close shuts every connection: calls in flight end with ErrDisconnected,

@@ -43,6 +43,9 @@ import (
 //     protocol, a bad session timeout, authorization) stop the group, and
 //     every Poll reports them then.
 //
+// The consumer protocol of KIP-848 (group.protocol=consumer) is
+// consumer_group.go's.
+//
 // Not modelled: static membership (group.instance.id), cooperative
 // rebalancing, assignors other than range, and rejoining when a subscribed
 // topic's partition count changes.
@@ -75,6 +78,9 @@ const (
 const rangeAssignor = "range"
 
 type membership struct {
+	// consumer is the KIP-848 state under group.protocol=consumer
+	// (consumer_group.go); nil under the classic protocol.
+	consumer   *consumerProtocol
 	topics     []string
 	listener   RebalanceListener
 	state      memberState
@@ -121,12 +127,19 @@ func (c *Consumer) Subscribe(topics []string, l RebalanceListener) error {
 	topics = slices.Compact(topics)
 	if c.group == nil {
 		c.group = &membership{generation: -1, joined: GroupMetadata{GroupID: c.opts.GroupID, GenerationID: -1}}
+		if c.opts.GroupProtocol == GroupProtocolConsumer {
+			c.group.consumer = &consumerProtocol{}
+		}
 	}
 	g := c.group
-	if !slices.Equal(g.topics, topics) {
+	changed := !slices.Equal(g.topics, topics)
+	if changed && g.consumer == nil {
 		g.rejoin = g.state != memberUnjoined
 	}
 	g.topics, g.listener = topics, l
+	if changed && g.consumer != nil && g.state == memberStable {
+		c.sendConsumerHeartbeat(g.seq) // the new subscription, at once
+	}
 	c.cl.want(topics...)
 	c.wake()
 	return nil
@@ -154,6 +167,10 @@ func (c *Consumer) GroupMetadata() GroupMetadata {
 // assignment, and with a Poll pending, a join when one is due.
 func (c *Consumer) maintainGroup() {
 	g := c.group
+	if g.consumer != nil {
+		c.maintainConsumerGroup()
+		return
+	}
 	if g.plan != nil {
 		c.leaderAssign(g.plan)
 	}
@@ -604,6 +621,10 @@ func (c *Consumer) pollIntervalExpired() {
 // the answer: leaving is best effort; the session timeout does the rest).
 func (c *Consumer) leaveGroup(done func()) {
 	g := c.group
+	if g.consumer != nil {
+		c.leaveConsumerGroup(done)
+		return
+	}
 	id := g.memberID
 	if id == "" {
 		done()
@@ -640,6 +661,13 @@ func (c *Consumer) commitGeneration() (int32, string, error) {
 func (c *Consumer) commitFenced(code int16) {
 	g := c.group
 	if g == nil {
+		return
+	}
+	if g.consumer != nil {
+		// STALE_MEMBER_EPOCH: the next heartbeat brings the epoch.
+		if code == kerr.UnknownMemberID.Code && g.state == memberStable {
+			c.consumerMembershipLost(code)
+		}
 		return
 	}
 	switch code {

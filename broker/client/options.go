@@ -289,6 +289,15 @@ type ConsumerOptions struct {
 	// HeartbeatInterval is heartbeat.interval.ms: how often a member
 	// heartbeats (below SessionTimeout).
 	HeartbeatInterval time.Duration
+	// GroupProtocol is group.protocol: GroupProtocolClassic (JoinGroup,
+	// SyncGroup, a leader client assigns) or GroupProtocolConsumer (KIP-848:
+	// ConsumerGroupHeartbeat, the coordinator assigns; SessionTimeout and
+	// HeartbeatInterval are then the broker's).
+	GroupProtocol string
+	// GroupRemoteAssignor is group.remote.assignor: the server-side
+	// assignor a consumer-protocol member asks for ("uniform", "range");
+	// empty: the broker's default.
+	GroupRemoteAssignor string
 	// MaxPollInterval is max.poll.interval.ms: a member that does not call
 	// Poll for this long leaves the group, and it is also the rebalance
 	// timeout the coordinator gives members to rejoin.
@@ -345,6 +354,7 @@ func DefaultConsumerOptions(bootstrap ...string) ConsumerOptions {
 		SessionTimeout:         45 * time.Second,
 		HeartbeatInterval:      3 * time.Second,
 		MaxPollInterval:        5 * time.Minute,
+		GroupProtocol:          GroupProtocolClassic,
 	}
 }
 
@@ -376,6 +386,10 @@ func (o ConsumerOptions) Validate() error {
 		return fmt.Errorf("heartbeat.interval.ms %v must be in (0, session.timeout.ms %v)", o.HeartbeatInterval, o.SessionTimeout)
 	case o.GroupID != "" && o.MaxPollInterval <= 0:
 		return fmt.Errorf("max.poll.interval.ms %v <= 0", o.MaxPollInterval)
+	case o.GroupProtocol != GroupProtocolClassic && o.GroupProtocol != GroupProtocolConsumer:
+		return fmt.Errorf("group.protocol %q unknown: %s or %s", o.GroupProtocol, GroupProtocolClassic, GroupProtocolConsumer)
+	case o.GroupRemoteAssignor != "" && o.GroupProtocol != GroupProtocolConsumer:
+		return fmt.Errorf("group.remote.assignor %q needs group.protocol=%s", o.GroupRemoteAssignor, GroupProtocolConsumer)
 	}
 	return nil
 }
@@ -401,4 +415,5 @@ var Versions = wire.NewVersions(
 	wire.Range{Key: 25, Min: 0, Max: 4}, // AddOffsetsToTxn
 	wire.Range{Key: 26, Min: 0, Max: 5}, // EndTxn (v5: the answer carries the next epoch, KIP-890)
 	wire.Range{Key: 28, Min: 3, Max: 5}, // TxnOffsetCommit (v3+: generation and member, KIP-447)
+	wire.Range{Key: 68, Min: 1, Max: 1}, // ConsumerGroupHeartbeat (v1: the member makes its id)
 )
