@@ -197,7 +197,7 @@ func (cg *consumerGroup) setOwnership(groupID string, old, m *consumerMember) {
 // consumerGroupAssignors are the names group.consumer.assignors lists, the
 // first the default.
 func (c *groupCoordinator) consumerGroupAssignors() []string {
-	return c.b.cfg.GroupConsumerAssignors
+	return c.b.cfg.Assignors()
 }
 
 // preferredAssignor is the assignor most members name, ties to the

@@ -76,8 +76,8 @@ func (d BrokerConfigDef) Get(c *Cluster) string {
 		return strconv.FormatInt(*p, 10)
 	case *bool:
 		return strconv.FormatBool(*p)
-	case *[]string:
-		return strings.Join(*p, ",")
+	case *string:
+		return *p
 	case *time.Duration:
 		if *p < 0 {
 			return "-1" // log.retention.ms: forever
@@ -112,14 +112,8 @@ func (d BrokerConfigDef) Set(c *Cluster, v string) error {
 			return fmt.Errorf("want true or false")
 		}
 		*p = b
-	case *[]string:
-		var names []string
-		for _, n := range strings.Split(v, ",") {
-			if n = strings.TrimSpace(n); n != "" {
-				names = append(names, n)
-			}
-		}
-		*p = names
+	case *string:
+		*p = v
 	case *time.Duration:
 		if d.Name == "log.retention.ms" && strings.TrimSpace(v) == "-1" {
 			*p = -1 // forever

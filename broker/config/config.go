@@ -109,9 +109,9 @@ type Cluster struct {
 	// interval it is told.
 	GroupConsumerSessionTimeout, GroupConsumerHeartbeatInterval time.Duration
 	// GroupConsumerAssignors is group.consumer.assignors: the server-side
-	// assignors of consumer groups by name ("uniform", "range"), the first
-	// the default.
-	GroupConsumerAssignors []string
+	// assignors of consumer groups by name, comma-separated ("uniform,range"),
+	// the first the default (Assignors splits it).
+	GroupConsumerAssignors string
 
 	// Defects are bugs planted on purpose (package defect) for the
 	// checkers' self-test; the zero set, everywhere else.
@@ -156,7 +156,7 @@ func Default() Cluster {
 		GroupSessionTimeoutMax:                    5 * time.Minute,  // Kafka: 30 min
 		GroupConsumerSessionTimeout:               10 * time.Second, // Kafka: 45 s
 		GroupConsumerHeartbeatInterval:            time.Second,      // Kafka: 5 s
-		GroupConsumerAssignors:                    []string{"uniform", "range"},
+		GroupConsumerAssignors:                    "uniform,range",
 	}
 }
 
@@ -191,15 +191,26 @@ func (c Cluster) Validate() error {
 		return fmt.Errorf("replication factors must be at least 1")
 	case c.GroupConsumerHeartbeatInterval <= 0 || c.GroupConsumerHeartbeatInterval >= c.GroupConsumerSessionTimeout:
 		return fmt.Errorf("group.consumer.heartbeat.interval.ms %v must be in (0, group.consumer.session.timeout.ms %v)", c.GroupConsumerHeartbeatInterval, c.GroupConsumerSessionTimeout)
-	case len(c.GroupConsumerAssignors) == 0:
+	case len(c.Assignors()) == 0:
 		return fmt.Errorf("group.consumer.assignors names no assignor")
 	}
-	for _, a := range c.GroupConsumerAssignors {
+	for _, a := range c.Assignors() {
 		if !slices.Contains(ConsumerGroupAssignors, a) {
 			return fmt.Errorf("group.consumer.assignors: unknown assignor %q (known: %s)", a, strings.Join(ConsumerGroupAssignors, ", "))
 		}
 	}
 	return nil
+}
+
+// Assignors are group.consumer.assignors' names, in order.
+func (c Cluster) Assignors() []string {
+	var names []string
+	for _, n := range strings.Split(c.GroupConsumerAssignors, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, n)
+		}
+	}
+	return names
 }
 
 // ConsumerGroupAssignors are the server-side assignors a broker has for

@@ -15,9 +15,16 @@ import (
 // franzGoSubset is a short slice of franz-go's own pkg/kgo integration
 // tests, the ones the README's full run spends most of its time in:
 // consumer groups end to end under every balancer (eager, cooperative,
-// static members), transactional consume-transform-produce, regex
-// subscriptions, partitions added under a consumer, and MESSAGE_TOO_LARGE.
-const franzGoSubset = "^(TestGroupETL|TestTxnEtl|TestConsumeRegex|TestAddRemovePartitions|TestClient_ProduceLargeMessages|TestIssue325)$"
+// static members, and KIP-848's server-side range and uniform assignors
+// with and without static members: TestGroupETL's /848 sub-tests, and
+// TestGroupSimple's), transactional consume-transform-produce, regex
+// subscriptions (a KIP-848 regex the broker resolves among them),
+// partitions added under a consumer, and MESSAGE_TOO_LARGE.
+const franzGoSubset = "^(TestGroupETL|TestGroupSimple|TestTxnEtl|TestConsumeRegex|Test848RegexBrokerResolves|TestAddRemovePartitions|TestClient_ProduceLargeMessages|TestIssue325)$"
+
+// franzGoKIP848 are the sub-tests that run only when the broker serves
+// ConsumerGroupHeartbeat: they must pass, not skip.
+var franzGoKIP848 = []string{"TestGroupETL/range/848", "TestGroupETL/sticky/848", "TestGroupETL/sticky/848/static", "TestGroupSimple/848"}
 
 // TestFranzGosOwnIntegrationTestsPassAgainstTheCluster runs franzGoSubset
 // from the module cache (the franz-go this module requires), copied to a
@@ -67,8 +74,13 @@ func TestFranzGosOwnIntegrationTestsPassAgainstTheCluster(t *testing.T) {
 	for _, m := range passed {
 		names = append(names, m[1])
 	}
-	if len(names) != 6 {
-		t.Fatalf("expected the 6 tests of %s to pass, passed: %v\n%s", franzGoSubset, names, report)
+	if len(names) != 8 {
+		t.Fatalf("expected the 8 tests of %s to pass, passed: %v\n%s", franzGoSubset, names, report)
+	}
+	for _, sub := range franzGoKIP848 {
+		if !regexp.MustCompile(`(?m)^\s*--- PASS: ` + regexp.QuoteMeta(sub) + ` `).MatchString(report) {
+			t.Fatalf("KIP-848 sub-test %s did not pass (skipped?)\n%s", sub, report)
+		}
 	}
 	t.Logf("franz-go's own tests passed: %v", names)
 }
