@@ -41,9 +41,15 @@ type ConsumerConfig struct {
 	// committed offsets otherwise.
 	AutoOffsetReset string `json:"auto.offset.reset"`
 	// Group membership (consume-transform-produce processors subscribe).
-	SessionTimeoutMs    int `json:"session.timeout.ms"`
-	HeartbeatIntervalMs int `json:"heartbeat.interval.ms"`
-	MaxPollIntervalMs   int `json:"max.poll.interval.ms"`
+	// GroupProtocol is group.protocol: classic (JoinGroup and SyncGroup)
+	// or consumer (KIP-848's ConsumerGroupHeartbeat; then session.timeout.ms
+	// and heartbeat.interval.ms are the brokers'
+	// group.consumer.session.timeout.ms and
+	// group.consumer.heartbeat.interval.ms, where KIP-848 moved them).
+	GroupProtocol       string `json:"group.protocol"`
+	SessionTimeoutMs    int    `json:"session.timeout.ms"`
+	HeartbeatIntervalMs int    `json:"heartbeat.interval.ms"`
+	MaxPollIntervalMs   int    `json:"max.poll.interval.ms"`
 	// FetchMinBytes and FetchMaxWaitMs are fetch.min.bytes and
 	// fetch.max.wait.ms: a leader holds a consumer's fetch until it has
 	// this many bytes or this long has passed, so polls come in batches.
@@ -130,6 +136,10 @@ const (
 	MembershipAssign    = "assign"
 	MembershipSubscribe = "subscribe"
 	MembershipMixed     = "mixed"
+
+	// The values of group.protocol.
+	GroupProtocolClassic  = client.GroupProtocolClassic
+	GroupProtocolConsumer = client.GroupProtocolConsumer
 )
 
 // AcksValue is acks as the wire has it.

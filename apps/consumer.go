@@ -94,6 +94,7 @@ func (a *consumerApp) Start(e env.Env) {
 		o.SessionTimeout = time.Duration(wl.cfg.Consumer.SessionTimeoutMs) * time.Millisecond
 		o.HeartbeatInterval = time.Duration(wl.cfg.Consumer.HeartbeatIntervalMs) * time.Millisecond
 		o.MaxPollInterval = time.Duration(wl.cfg.Consumer.MaxPollIntervalMs) * time.Millisecond
+		o.GroupProtocol = wl.cfg.Consumer.GroupProtocol
 	}
 	c, err := client.NewConsumer(e, a.rt.Router, o)
 	if err != nil {
@@ -138,9 +139,14 @@ func (a *consumerApp) subscribe() {
 	a.poll()
 }
 
-// assigned records a member's new share.
+// assigned records a member's new share: under the consumer protocol
+// the callback names only what was added, and the share is the whole
+// assignment.
 func (a *consumerApp) assigned(tps []client.TopicPartition) {
 	wl := a.wl
+	if wl.cfg.Consumer.GroupProtocol == client.GroupProtocolConsumer {
+		tps = a.c.Assignment()
+	}
 	a.rebalanced = true
 	a.assignments++
 	parts := make([]history.TopicPartition, len(tps))

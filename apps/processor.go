@@ -83,6 +83,7 @@ func (a *processorApp) Start(e env.Env) {
 	o.SessionTimeout = time.Duration(s.Consumer.SessionTimeoutMs) * time.Millisecond
 	o.HeartbeatInterval = time.Duration(s.Consumer.HeartbeatIntervalMs) * time.Millisecond
 	o.MaxPollInterval = time.Duration(s.Consumer.MaxPollIntervalMs) * time.Millisecond
+	o.GroupProtocol = s.Consumer.GroupProtocol
 	c, err := client.NewConsumer(e, a.rt.Router, o)
 	if err != nil {
 		panic(fmt.Sprintf("scenario %q: consumer options: %v", s.Name, err))
@@ -113,8 +114,12 @@ func (a *processorApp) assigned(tps []client.TopicPartition) {
 			a.txn.migrated = true
 		}
 	}
-	parts := make([]history.TopicPartition, len(tps))
-	for i, tp := range tps {
+	share := tps // the consumer protocol's callback names only what was added
+	if wl.cfg.Consumer.GroupProtocol == client.GroupProtocolConsumer {
+		share = a.c.Assignment()
+	}
+	parts := make([]history.TopicPartition, len(share))
+	for i, tp := range share {
 		parts[i] = HTP(tp)
 	}
 	id := wl.rec.Invoke(history.Op{Process: a.process, Node: a.node, Kind: history.KindRebalance, Call: wl.now(),

@@ -60,6 +60,26 @@ func transformPipeline(s *Scenario) {
 	s.Workload.CommitIntervalMs = 300
 }
 
+// consumerProtocol returns s with its group members on KIP-848's consumer
+// protocol (group.protocol=consumer), named "<name>-848", the same claim:
+// the coordinator assigns, and a member gets a partition only once its
+// previous owner revoked it. membership is the consumers' (who is the
+// group, for the description); its runs must also see a member asked to
+// revoke partitions.
+func consumerProtocol(s Scenario, membership, who string) Scenario {
+	s.Name += "-848"
+	s.Description = s.Description + "; under the consumer protocol of KIP-848 (group.protocol consumer): " + who + " heartbeat with ConsumerGroupHeartbeat, the coordinator's uniform assignor assigns, and a partition moves only once its owner revoked it"
+	s.Consumer.GroupProtocol = GroupProtocolConsumer
+	if s.Workload.Kind == ConsumeProcessSink {
+		s.Workload.Membership = membership
+	}
+	s.Probes = append(slices.Clone(s.Probes), probe.ConsumerGroupRevocationPending)
+	if err := s.Validate(); err != nil {
+		panic(fmt.Sprintf("catalogue: %v", err))
+	}
+	return s
+}
+
 // under returns s claimed under fault class class instead: named
 // "<name>@<class>", the same configuration and claim, with the probes its
 // runs must reach under that class for the claim to be at stake.
@@ -332,12 +352,15 @@ var catalogue = slices.Concat(
 			pipeline(s, ProcessThenCommit)
 			s.Faults, s.Expect, s.Refutes = "crash", checkers.AtLeastOnce, checkers.ExactlyOnce
 		}),
+		// The same claims under KIP-848's consumer protocol.
+		consumerProtocol(processThenCommit, MembershipSubscribe, "the consumers subscribe (workload.membership subscribe)"),
 	},
 
 	// Consume-transform-produce with transactions.
 	each(eos, in("power", probe.TransactionAborted, probe.PredecessorFenced, probe.PowerLossDroppedUnsynced),
 		in("clock", probe.TransactionAborted, probe.LeaderFailover)),
 	[]Scenario{
+		consumerProtocol(eos, MembershipAssign, "the processors"),
 		rotted(eos, outputTopic),
 		refuted(eos, "correlated-power", "twin of eos-consume-transform-produce under correlated power loss: "+noFsync+" (a transaction's records, markers or state records vanish on every replica)"),
 		scenario("eos-zombie-group-coordinator", "twin of eos-consume-transform-produce under network faults, a window Kafka has: the group coordinator cut off from the controller but not from clients keeps serving the committed offsets it last knew (a KRaft broker does not fence itself, and OffsetFetch checks no leader epoch); a processor rewinding after an abort re-reads input whose output already committed", func(s *Scenario) {

@@ -118,6 +118,9 @@ const (
 	MembershipAssign    = apps.MembershipAssign
 	MembershipSubscribe = apps.MembershipSubscribe
 	MembershipMixed     = apps.MembershipMixed
+
+	GroupProtocolClassic  = apps.GroupProtocolClassic
+	GroupProtocolConsumer = apps.GroupProtocolConsumer
 )
 
 // Checked is the guarantee a run is judged against.
@@ -194,7 +197,7 @@ func Defaults() Scenario {
 			TransactionTimeoutMs: 60000, MaxBlockMs: 60000,
 		},
 		Consumer: Consumer{IsolationLevel: "read_committed", AutoCommitIntervalMs: 1000, AutoOffsetReset: "earliest",
-			SessionTimeoutMs: 6000, HeartbeatIntervalMs: 1000, MaxPollIntervalMs: 30000, FetchMinBytes: 1, FetchMaxWaitMs: 500},
+			GroupProtocol: GroupProtocolClassic, SessionTimeoutMs: 6000, HeartbeatIntervalMs: 1000, MaxPollIntervalMs: 30000, FetchMinBytes: 1, FetchMaxWaitMs: 500},
 		Workload:   Workload{Messages: 300, Producers: 1, Consumers: 1, DurationMs: 30000, ProcessingMs: 50, RewindOnAbort: true, Membership: MembershipAssign},
 		Faults:     "none",
 		FaultsRate: 1,
@@ -368,6 +371,10 @@ func (s Scenario) Validate() error {
 		return bad("workload.membership %q: want assign, subscribe or mixed", w.Membership)
 	case w.Membership != MembershipAssign && (w.Kind != ConsumeProcessSink || w.Commit == AtomicWithOutput):
 		return bad("workload.membership %s is for consume-process-sink consumers committing to Kafka (atomic-with-output keeps its positions in the sink, and assigns)", w.Membership)
+	case s.Consumer.GroupProtocol != GroupProtocolClassic && s.Consumer.GroupProtocol != GroupProtocolConsumer:
+		return bad("group.protocol %q: want classic or consumer", s.Consumer.GroupProtocol)
+	case s.Consumer.GroupProtocol == GroupProtocolConsumer && w.Kind != ConsumeTransformProduce && w.Membership == MembershipAssign:
+		return bad("group.protocol consumer is for group members: consume-transform-produce processors, or workload.membership subscribe or mixed (these consumers assign())")
 	case w.Membership == MembershipMixed && w.Consumers < 2:
 		return bad("workload.membership mixed needs workload.consumers >= 2 (consumer 0 a member, the others assigning)")
 	case !w.RewindOnAbort && w.Kind != ConsumeTransformProduce:

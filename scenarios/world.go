@@ -55,6 +55,11 @@ func (s Scenario) clusterConfig() config.Cluster {
 	c.ReplicaLagTimeMax = time.Duration(s.Cluster.ReplicaLagTimeMaxMs) * time.Millisecond
 	c.OffsetsTopicReplicationFactor = min(3, s.Cluster.Brokers)
 	c.TransactionTopicReplicationFactor = min(3, s.Cluster.Brokers)
+	if s.Consumer.GroupProtocol == GroupProtocolConsumer {
+		// KIP-848 moved a member's session and heartbeat to the broker.
+		c.GroupConsumerSessionTimeout = time.Duration(s.Consumer.SessionTimeoutMs) * time.Millisecond
+		c.GroupConsumerHeartbeatInterval = time.Duration(s.Consumer.HeartbeatIntervalMs) * time.Millisecond
+	}
 	return c
 }
 

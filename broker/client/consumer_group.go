@@ -59,6 +59,10 @@ type consumerProtocol struct {
 	reconciling bool
 	// inflight: a heartbeat is out; ackDue: send another once it is back.
 	inflight, ackDue bool
+	// full: the next heartbeat carries every field (after an error, as
+	// Kafka's HeartbeatState.reset), so the answer carries the assignment
+	// again, whatever the coordinator did with the failed one.
+	full bool
 }
 
 // newMemberID is a random UUID, as the consumer makes its member id.
@@ -131,13 +135,14 @@ func (c *Consumer) consumerHeartbeatRequest() *kmsg.ConsumerGroupHeartbeatReques
 	g := c.group
 	req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
 	req.Group, req.MemberID, req.MemberEpoch = c.opts.GroupID, g.memberID, g.generation
-	if g.generation == 0 {
+	full := g.generation == 0 || g.consumer.full
+	if full {
 		req.RebalanceTimeoutMillis = int32(c.opts.MaxPollInterval / time.Millisecond)
 		if c.opts.GroupRemoteAssignor != "" {
 			req.ServerAssignor = kmsg.StringPtr(c.opts.GroupRemoteAssignor)
 		}
 	}
-	if g.generation == 0 || !slices.Equal(g.consumer.sentTopics, g.topics) {
+	if full || !slices.Equal(g.consumer.sentTopics, g.topics) {
 		req.SubscribedTopicNames = slices.Clone(g.topics)
 	}
 	req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
@@ -210,13 +215,18 @@ func (c *Consumer) handleConsumerHeartbeat(seq uint64, req *kmsg.ConsumerGroupHe
 	g := c.group
 	cp := g.consumer
 	if err != nil {
+		cp.full = true
 		c.forgetCoordinator()
 		c.retryConsumerHeartbeat(seq)
 		return
 	}
 	r := resp.(*kmsg.ConsumerGroupHeartbeatResponse)
+	if r.ErrorCode != 0 {
+		cp.full = true
+	}
 	switch code := r.ErrorCode; code {
 	case 0:
+		cp.full = false
 	case kerr.FencedMemberEpoch.Code, kerr.UnknownMemberID.Code:
 		c.consumerMembershipLost(code)
 		return
