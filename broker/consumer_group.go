@@ -527,7 +527,7 @@ func (c *groupCoordinator) consumerGroupHeartbeat(w *groupWrite, r *rpc.Request,
 	}
 	cg := g.consumer
 	if req.MemberID == "" { // v0: the coordinator names a joining member
-		req.MemberID = strings.TrimPrefix(c.newMemberID(""), "-")
+		req.MemberID = c.b.e.Rand().UUID()
 	}
 	owned := c.ownedPartitions(req.Topics)
 	old, e := c.consumerGroupMember(w, g, req, owned)

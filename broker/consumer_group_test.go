@@ -127,15 +127,16 @@ func (m *member848) leave(epoch int32) int16 {
 
 // commit commits offset for tp at the member's coordinator, naming epoch.
 func (m *member848) commit(epoch int32, tp metadata.TopicPartition, offset int64) int16 {
-	req := kmsg.NewPtrOffsetCommitRequest()
-	req.Group, req.Generation, req.MemberID = m.group, epoch, m.id
-	rt := kmsg.NewOffsetCommitRequestTopic()
-	rt.Topic = tp.Topic
-	rp := kmsg.NewOffsetCommitRequestTopicPartition()
-	rp.Partition, rp.Offset = tp.Partition, offset
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	return m.call(m.coord, req).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode
+	return m.commitAt(m.coord, m.group, epoch, m.id, "", tp, offset)
+}
+
+// settle makes a, the group's first member, and b, the second, share the
+// partitions: b joins, a revokes and acknowledges, b gets its share.
+func settle(t *testing.T, a, b *member848) {
+	t.Helper()
+	for _, m := range []*member848{a, b, a, a, b} {
+		require.Zero(t, m.heartbeat())
+	}
 }
 
 func (c *cluster) describeConsumerGroup(group string) kmsg.ConsumerGroupDescribeResponseGroup {
@@ -224,11 +225,7 @@ func TestAConsumerGroupMemberIsFencedBySessionTimeout(t *testing.T) {
 	c := newCluster(t, 63, 3, config.Default())
 	c.createTopic("orders", 2, 3)
 	a, b := c.member848("consumer-a", "etl", "orders"), c.member848("consumer-b", "etl", "orders")
-	require.Zero(t, a.heartbeat())
-	require.Zero(t, b.heartbeat())
-	require.Zero(t, a.heartbeat()) // revokes one
-	require.Zero(t, a.heartbeat())
-	require.Zero(t, b.heartbeat())
+	settle(t, a, b)
 	require.Len(t, b.assigned, 1)
 	orders1 := metadata.TopicPartition{Topic: "orders", Partition: 1}
 	require.Zero(t, b.commit(b.epoch, orders1, 3))
@@ -264,12 +261,8 @@ func TestConsumerGroupEpochsAndAssignmentSurviveCoordinatorFailover(t *testing.T
 	c := newCluster(t, 65, 3, config.Default())
 	c.createTopic("orders", 3, 3)
 	a := c.member848("consumer-a", "etl", "orders")
-	require.Zero(t, a.heartbeat())
 	b := c.member848("consumer-b", "etl", "orders")
-	require.Zero(t, b.heartbeat())
-	require.Zero(t, a.heartbeat())
-	require.Zero(t, a.heartbeat())
-	require.Zero(t, b.heartbeat())
+	settle(t, a, b)
 	before := c.describeConsumerGroup("etl")
 	require.Equal(t, "Stable", before.State)
 
@@ -295,11 +288,7 @@ func TestAStaticMemberThatLeftIsReplacedByItsNextIncarnation(t *testing.T) {
 	c.createTopic("orders", 2, 3)
 	a, b := c.member848("consumer-a", "etl", "orders"), c.member848("consumer-b", "etl", "orders")
 	a.instance, b.instance = "host-a", "host-b"
-	require.Zero(t, a.heartbeat())
-	require.Zero(t, b.heartbeat())
-	require.Zero(t, a.heartbeat())
-	require.Zero(t, a.heartbeat())
-	require.Zero(t, b.heartbeat())
+	settle(t, a, b)
 	mine := b.assigned
 	require.Len(t, mine, 1)
 
@@ -364,11 +353,7 @@ func TestTheRangeAssignorIsChosenByTheMembers(t *testing.T) {
 	c.createTopic("payments", 3, 3)
 	a, b := c.member848("consumer-a", "etl", "orders", "payments"), c.member848("consumer-b", "etl", "orders", "payments")
 	a.assignor, b.assignor = "range", "range"
-	require.Zero(t, a.heartbeat())
-	require.Zero(t, b.heartbeat())
-	require.Zero(t, a.heartbeat())
-	require.Zero(t, a.heartbeat())
-	require.Zero(t, b.heartbeat())
+	settle(t, a, b)
 	require.Equal(t, "range", c.describeConsumerGroup("etl").AssignorName)
 	require.Equal(t, append(partitionsOf("orders", 0, 1), partitionsOf("payments", 0, 1)...), a.assigned)
 	require.Equal(t, append(partitionsOf("orders", 2), partitionsOf("payments", 2)...), b.assigned)

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"cmp"
-	"encoding/hex"
 	"maps"
 	"slices"
 	"time"
@@ -243,15 +242,7 @@ func (c *groupCoordinator) live(g *group, m *member) bool {
 }
 
 func (c *groupCoordinator) newMemberID(clientID string) string {
-	var u [16]byte
-	r := c.b.e.Rand()
-	for i := range u {
-		u[i] = byte(r.Uint64())
-	}
-	u[6] = u[6]&0x0f | 0x40
-	u[8] = u[8]&0x3f | 0x80
-	h := hex.EncodeToString(u[:])
-	return clientID + "-" + h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+	return clientID + "-" + c.b.e.Rand().UUID()
 }
 
 func (c *groupCoordinator) handleJoinGroup(r *rpc.Request, req *kmsg.JoinGroupRequest) {

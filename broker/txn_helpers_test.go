@@ -382,7 +382,11 @@ func (a *actor) commit(group string, generation int32, memberID string, tp metad
 // commitAs is commit from a static member: instance is its
 // group.instance.id ("" for none).
 func (a *actor) commitAs(group string, generation int32, memberID, instance string, tp metadata.TopicPartition, offset int64) int16 {
-	gc := a.findCoordinator(group, 0)
+	return a.commitAt(a.findCoordinator(group, 0), group, generation, memberID, instance, tp, offset)
+}
+
+// commitAt is commitAs sent to broker gc, the group's coordinator.
+func (a *actor) commitAt(gc int, group string, generation int32, memberID, instance string, tp metadata.TopicPartition, offset int64) int16 {
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group, req.Generation, req.MemberID = group, generation, memberID
 	if instance != "" {

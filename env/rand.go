@@ -1,6 +1,7 @@
 package env
 
 import (
+	"encoding/hex"
 	"math/bits"
 	"time"
 )
@@ -99,4 +100,17 @@ func mixString(seed uint64, name string) uint64 {
 	h *= 0xc4ceb9fe1a85ec53
 	h ^= h >> 33
 	return h
+}
+
+// UUID is a random (version 4) UUID in its text form, as Kafka makes
+// member ids: 16 draws, one byte each.
+func (r *Rand) UUID() string {
+	var u [16]byte
+	for i := range u {
+		u[i] = byte(r.Uint64())
+	}
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	h := hex.EncodeToString(u[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"time"
@@ -65,19 +64,6 @@ type consumerProtocol struct {
 	full bool
 }
 
-// newMemberID is a random UUID, as the consumer makes its member id.
-func (c *Consumer) newMemberID() string {
-	var u [16]byte
-	r := c.e.Rand()
-	for i := range u {
-		u[i] = byte(r.Uint64())
-	}
-	u[6] = u[6]&0x0f | 0x40
-	u[8] = u[8]&0x3f | 0x80
-	h := hex.EncodeToString(u[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
-}
-
 // maintainConsumerGroup is maintainGroup under the consumer protocol: a
 // pending reconciliation, and with a Poll pending, a join when due.
 func (c *Consumer) maintainConsumerGroup() {
@@ -106,26 +92,10 @@ func (c *Consumer) startConsumerJoin() {
 	c.stopHeartbeats()
 	g.state, g.generation = memberJoining, 0
 	if g.memberID == "" {
-		g.memberID = c.newMemberID()
+		g.memberID = c.e.Rand().UUID() // as the consumer makes its member id
 	}
 	g.consumer.sentTopics, g.consumer.target, g.consumer.reconciling = nil, nil, false
-	if owned := g.owned; owned != nil {
-		cb := g.listener.OnPartitionsRevoked
-		if g.lost && g.listener.OnPartitionsLost != nil {
-			cb = g.listener.OnPartitionsLost
-		}
-		g.owned = nil
-		c.setAssignment(nil)
-		if cb != nil && len(owned) > 0 {
-			c.note(func() { cb(owned) })
-		}
-	}
-	g.lost = false
-	c.note(func() {
-		if seq == g.seq && !c.closed {
-			c.sendConsumerHeartbeat(seq)
-		}
-	})
+	c.giveUpThenJoin(seq, c.sendConsumerHeartbeat)
 }
 
 // consumerHeartbeatRequest: a join carries the whole subscription; later

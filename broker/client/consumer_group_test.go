@@ -13,19 +13,9 @@ import (
 // Members under the consumer protocol of KIP-848 (group.protocol=consumer).
 
 func (w *world) subscribe848(node, clientID, group string, topics ...string) *member {
-	w.t.Helper()
 	o := groupOptions(clientID, group)
 	o.GroupProtocol = client.GroupProtocolConsumer
-	m := &member{w: w, node: node, c: w.newConsumer(node, o)}
-	w.exec(node, func(*app) {
-		require.NoError(w.t, m.c.Subscribe(topics, client.RebalanceListener{
-			OnPartitionsAssigned: func(tps []client.TopicPartition) { m.assigned = append(m.assigned, tps) },
-			OnPartitionsRevoked:  func(tps []client.TopicPartition) { m.revoked = append(m.revoked, tps) },
-			OnPartitionsLost:     func(tps []client.TopicPartition) { m.lost = append(m.lost, tps) },
-		}))
-	})
-	m.startPolling()
-	return m
+	return w.subscribeWith(node, o, topics...)
 }
 
 // The coordinator assigns; a second member's partitions come out of the

@@ -195,6 +195,14 @@ func (c *Consumer) startRejoin() {
 	c.stopHeartbeats()
 	g.state = memberJoining
 	g.rejoin = false
+	c.giveUpThenJoin(seq, c.sendJoin)
+}
+
+// giveUpThenJoin revokes every partition the member owns
+// (OnPartitionsRevoked, or OnPartitionsLost when its membership was taken
+// away), then calls join once the callback has run.
+func (c *Consumer) giveUpThenJoin(seq uint64, join func(seq uint64)) {
+	g := c.group
 	if owned := g.owned; owned != nil {
 		cb := g.listener.OnPartitionsRevoked
 		if g.lost && g.listener.OnPartitionsLost != nil {
@@ -209,7 +217,7 @@ func (c *Consumer) startRejoin() {
 	g.lost = false
 	c.note(func() {
 		if seq == g.seq && !c.closed {
-			c.sendJoin(seq)
+			join(seq)
 		}
 	})
 }

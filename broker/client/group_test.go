@@ -32,8 +32,13 @@ func groupOptions(clientID, group string) client.ConsumerOptions {
 }
 
 func (w *world) subscribe(node, clientID, group string, topics ...string) *member {
+	return w.subscribeWith(node, groupOptions(clientID, group), topics...)
+}
+
+// subscribeWith is subscribe with the consumer options o.
+func (w *world) subscribeWith(node string, o client.ConsumerOptions, topics ...string) *member {
 	w.t.Helper()
-	m := &member{w: w, node: node, c: w.newConsumer(node, groupOptions(clientID, group))}
+	m := &member{w: w, node: node, c: w.newConsumer(node, o)}
 	w.exec(node, func(*app) {
 		require.NoError(w.t, m.c.Subscribe(topics, client.RebalanceListener{
 			OnPartitionsAssigned: func(tps []client.TopicPartition) { m.assigned = append(m.assigned, tps) },
