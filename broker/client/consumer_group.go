@@ -56,8 +56,11 @@ type consumerProtocol struct {
 	target []kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic
 	// reconciling: callbacks of a reconciliation are under way.
 	reconciling bool
-	// inflight: a heartbeat is out; ackDue: send another once it is back.
-	inflight, ackDue bool
+	// inflight is the join (seq) whose heartbeat is out, 0 for none: one
+	// of an older join does not hold the new join's back. ackDue: send
+	// another once it is back.
+	inflight uint64
+	ackDue   bool
 	// full: the next heartbeat carries every field (after an error, as
 	// Kafka's HeartbeatState.reset), so the answer carries the assignment
 	// again, whatever the coordinator did with the failed one.
@@ -138,25 +141,30 @@ func (c *Consumer) consumerHeartbeatRequest() *kmsg.ConsumerGroupHeartbeatReques
 func (c *Consumer) sendConsumerHeartbeat(seq uint64) {
 	g := c.group
 	cp := g.consumer
-	if cp.inflight {
+	if cp.inflight == seq {
 		cp.ackDue = true
 		return
 	}
-	cp.inflight = true
+	cp.inflight = seq
+	done := func() {
+		if cp.inflight == seq {
+			cp.inflight = 0
+		}
+	}
 	c.withCoordinator(func(conn *rpc.Client, err error) {
 		if seq != g.seq || c.closed {
-			cp.inflight = false
+			done()
 			return
 		}
 		if err != nil {
-			cp.inflight = false
+			done()
 			c.retryConsumerHeartbeat(seq)
 			return
 		}
 		req := c.consumerHeartbeatRequest()
 		conn.Do(req, c.opts.RequestTimeout, func(resp kmsg.Response, err error) {
 			defer c.deliver()
-			cp.inflight = false
+			done()
 			if seq != g.seq || c.closed {
 				return
 			}
