@@ -358,3 +358,26 @@ func TestTheRangeAssignorIsChosenByTheMembers(t *testing.T) {
 	require.Equal(t, append(partitionsOf("orders", 0, 1), partitionsOf("payments", 0, 1)...), a.assigned)
 	require.Equal(t, append(partitionsOf("orders", 2), partitionsOf("payments", 2)...), b.assigned)
 }
+
+func TestAMemberThatDoesNotRevokeWithinItsRebalanceTimeoutIsFenced(t *testing.T) {
+	c := newCluster(t, 70, 3, config.Default())
+	c.createTopic("orders", 2, 3)
+	a, b := c.member848("consumer-a", "etl", "orders"), c.member848("consumer-b", "etl", "orders")
+	require.Zero(t, a.heartbeat())
+	a.holdRevocation = true
+	require.Zero(t, b.heartbeat())
+	require.Zero(t, a.heartbeat())
+	require.Len(t, a.assigned, 1, "a is told to revoke one")
+
+	// a heartbeats on, still owning both, past its rebalance timeout (5 s).
+	var code int16
+	for range 7 {
+		require.NoError(t, c.w.RunFor(time.Second))
+		if code = a.heartbeat(); code != 0 {
+			break
+		}
+	}
+	require.Equal(t, kerr.UnknownMemberID.Code, code, "fenced: it did not revoke in time")
+	require.Zero(t, b.heartbeat())
+	require.Equal(t, partitionsOf("orders", 0, 1), b.assigned, "b gets both")
+}
