@@ -111,6 +111,7 @@ type consumerMember struct {
 	serverAssignor                               string
 	subscribedTopics                             []string // sorted
 	subscribedRegex                              string
+	regex                                        *regexp.Regexp // subscribedRegex compiled; nil for none
 	epoch, previousEpoch                         int32
 	state                                        memberState
 	assigned, pendingRevocation                  partitionSet
@@ -552,7 +553,7 @@ func (c *groupCoordinator) consumerGroupHeartbeat(w *groupWrite, r *rpc.Request,
 		m.subscribedTopics = slices.Compact(m.subscribedTopics)
 	}
 	if req.SubscribedTopicRegex != nil {
-		m.subscribedRegex = *req.SubscribedTopicRegex
+		m.setRegex(*req.SubscribedTopicRegex)
 	}
 	if r.Header.ClientID != nil {
 		m.clientID = *r.Header.ClientID
@@ -636,7 +637,7 @@ func (c *groupCoordinator) memberTopics(m *consumerMember) []string {
 			out = append(out, t)
 		}
 	}
-	if re, err := subscriptionRegex(m.subscribedRegex); err == nil && re != nil {
+	if re := m.regex; re != nil {
 		for _, t := range c.b.image.TopicNames() {
 			if re.MatchString(t) && !slices.Contains(out, t) {
 				out = append(out, t)
@@ -652,8 +653,14 @@ func (m *consumerMember) subscribes(topic string) bool {
 	if slices.Contains(m.subscribedTopics, topic) {
 		return true
 	}
-	re, err := subscriptionRegex(m.subscribedRegex)
-	return err == nil && re != nil && re.MatchString(topic)
+	return m.regex != nil && m.regex.MatchString(topic)
+}
+
+// setRegex sets m's regular expression (valid: invalidHeartbeat checked
+// it), "" for none.
+func (m *consumerMember) setRegex(expr string) {
+	m.subscribedRegex = expr
+	m.regex, _ = subscriptionRegex(expr)
 }
 
 // subscriptionRegex compiles a member's regular expression, matching

@@ -299,7 +299,8 @@ func (c *groupCoordinator) applyConsumerGroupRecord(key, value []byte) bool {
 		}
 		m := member()
 		m.instanceID, m.rackID, m.clientID, m.clientHost = n.instanceID, n.rackID, n.clientID, n.clientHost
-		m.subscribedTopics, m.subscribedRegex = n.subscribedTopics, n.subscribedRegex
+		m.subscribedTopics = n.subscribedTopics
+		m.setRegex(n.subscribedRegex)
 		m.rebalanceTimeout, m.serverAssignor = n.rebalanceTimeout, n.serverAssignor
 		if m.instanceID != "" {
 			cg.staticMembers[m.instanceID] = mid

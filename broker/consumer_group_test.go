@@ -24,6 +24,7 @@ type member848 struct {
 	*actor
 	group, id, instance string
 	topics              []string
+	regex               string // SubscribedTopicRegex, "" for none
 	assignor            string
 	epoch               int32
 	assigned            []string // "topic/partition", sorted
@@ -66,6 +67,9 @@ func (m *member848) heartbeatRequest() *kmsg.ConsumerGroupHeartbeatRequest {
 	if m.epoch == 0 {
 		req.RebalanceTimeoutMillis = 5000
 		req.SubscribedTopicNames = m.topics
+		if m.regex != "" {
+			req.SubscribedTopicRegex = kmsg.StringPtr(m.regex)
+		}
 		if m.assignor != "" {
 			req.ServerAssignor = kmsg.StringPtr(m.assignor)
 		}
@@ -380,4 +384,20 @@ func TestAMemberThatDoesNotRevokeWithinItsRebalanceTimeoutIsFenced(t *testing.T)
 	require.Equal(t, kerr.UnknownMemberID.Code, code, "fenced: it did not revoke in time")
 	require.Zero(t, b.heartbeat())
 	require.Equal(t, partitionsOf("orders", 0, 1), b.assigned, "b gets both")
+}
+
+func TestARegexSubscriptionMatchesWholeTopicNames(t *testing.T) {
+	c := newCluster(t, 71, 3, config.Default())
+	c.createTopic("orders", 1, 3)
+	c.createTopic("orders-v2", 1, 3)
+	c.createTopic("new-orders", 1, 3)
+	m := c.member848("consumer-a", "etl")
+	m.regex = "orders.*"
+	require.Zero(t, m.heartbeat())
+	require.Equal(t, []string{"orders-v2/0", "orders/0"}, m.assigned, "new-orders does not match as a whole")
+	require.Equal(t, "orders.*", *c.describeConsumerGroup("etl").Members[0].SubscribedTopicRegex)
+
+	bad := c.member848("consumer-b", "etl")
+	bad.regex = "orders("
+	require.Equal(t, kerr.InvalidRegularExpression.Code, bad.heartbeat())
 }

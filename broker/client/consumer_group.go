@@ -67,25 +67,6 @@ type consumerProtocol struct {
 	full bool
 }
 
-// maintainConsumerGroup is maintainGroup under the consumer protocol: a
-// pending reconciliation, and with a Poll pending, a join when due.
-func (c *Consumer) maintainConsumerGroup() {
-	g := c.group
-	if g.consumer.target != nil {
-		c.reconcile(g.seq)
-	}
-	if c.poll == nil {
-		return
-	}
-	if g.fatal != nil {
-		c.pollErr = g.fatal
-		return
-	}
-	if g.state == memberUnjoined {
-		c.startConsumerJoin()
-	}
-}
-
 // startConsumerJoin joins with epoch 0; partitions still owned (a lost
 // membership) are given up first.
 func (c *Consumer) startConsumerJoin() {

@@ -164,14 +164,14 @@ func (c *Consumer) GroupMetadata() GroupMetadata {
 }
 
 // maintainGroup, run inside the consumer's loop: a leader's pending
-// assignment, and with a Poll pending, a join when one is due.
+// assignment (under the consumer protocol, a pending reconciliation), and
+// with a Poll pending, a join when one is due.
 func (c *Consumer) maintainGroup() {
 	g := c.group
-	if g.consumer != nil {
-		c.maintainConsumerGroup()
-		return
-	}
-	if g.plan != nil {
+	switch {
+	case g.consumer != nil && g.consumer.target != nil:
+		c.reconcile(g.seq)
+	case g.consumer == nil && g.plan != nil:
 		c.leaderAssign(g.plan)
 	}
 	if c.poll == nil {
@@ -181,7 +181,12 @@ func (c *Consumer) maintainGroup() {
 		c.pollErr = g.fatal
 		return
 	}
-	if g.state == memberUnjoined || (g.state == memberStable && g.rejoin) {
+	switch {
+	case g.consumer != nil:
+		if g.state == memberUnjoined {
+			c.startConsumerJoin()
+		}
+	case g.state == memberUnjoined || (g.state == memberStable && g.rejoin):
 		c.startRejoin()
 	}
 }
