@@ -48,10 +48,16 @@ func (r *Recorder) Invoke(op Op) ID {
 	op.Return = Never
 	op.Outcome = Info
 	if op.payloads() != 1 {
-		panic(fmt.Sprintf("history: Invoke(%s): needs exactly one payload, has %d", &op, op.payloads()))
+		panic(badInvoke(op))
 	}
 	r.ops = append(r.ops, op)
 	return op.ID
+}
+
+// badInvoke is Invoke's panic message, apart so that op stays on Invoke's
+// stack (taking its address there moved every op to the heap).
+func badInvoke(op Op) string {
+	return fmt.Sprintf("history: Invoke(%s): needs exactly one payload, has %d", &op, op.payloads())
 }
 
 // Complete records that operation id returned at time ret with outcome.

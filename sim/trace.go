@@ -73,6 +73,9 @@ type Trace struct {
 	next  int
 	json  io.Writer
 	err   error // first error writing JSON
+	// scratch is reused to fold a disk operation's names without
+	// allocating.
+	scratch []byte
 }
 
 func newTrace(w *World, ring int, jsonOut io.Writer) *Trace {
@@ -96,7 +99,10 @@ func (t *Trace) fold(x uint64) {
 	t.hash = h ^ h>>29
 }
 
-func (t *Trace) foldString(s string) {
+func (t *Trace) foldString(s string) { foldBytes(t, s) }
+
+// foldBytes folds s's length and then its bytes, eight at a time.
+func foldBytes[S string | []byte](t *Trace, s S) {
 	t.fold(uint64(len(s)))
 	for len(s) >= 8 {
 		t.fold(uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
@@ -178,7 +184,8 @@ func (t *Trace) fault(n *Node, what, detail string) {
 // readable line is made only for a JSON trace.
 func (t *Trace) disk(n *Node, op disk.Op) {
 	r := record{kind: traceDisk, node: index(n), peer: -1, id: uint64(op.Off), arg: uint64(op.N) | uint64(op.Sum)<<32}
-	t.foldString(op.Name + "\x00" + op.To)
+	t.scratch = append(append(append(t.scratch[:0], op.Name...), 0), op.To...)
+	foldBytes(t, t.scratch) // as foldString(op.Name + "\x00" + op.To), without the string
 	t.fold(uint64(op.Kind))
 	if t.json != nil {
 		r.text = fmt.Sprintf("%s %s", op.Kind, op.Name)

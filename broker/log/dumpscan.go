@@ -22,6 +22,12 @@ type DumpScanner struct {
 	checkpoints                             Dump
 	epochsAt, watermarkAt, startAt          uint64
 	haveEpochs, haveMarked, haveStart, read bool
+	// The partition last scanned, its directory and its checkpoint
+	// files' names, made once: a replica is sampled many times.
+	named                                     bool
+	topic                                     string
+	partition                                 int32
+	dir, epochsName, watermarkName, startName string
 }
 
 type scannedSegment struct {
@@ -43,7 +49,13 @@ type scannedSegment struct {
 // keeps the batches read from the segments that remain; none of its
 // leading batches is then unchanged.
 func (s *DumpScanner) Scan(d VersionedFiles, topic string, partition int32) (dump Dump, unchanged int, err error) {
-	dir := Dir(topic, partition)
+	if !s.named || s.topic != topic || s.partition != partition {
+		s.named, s.topic, s.partition = true, topic, partition
+		s.dir = Dir(topic, partition)
+		s.epochsName, s.watermarkName = s.dir+"/"+epochCheckpointFile, s.dir+"/"+hwCheckpointFile
+		s.startName = s.dir + "/" + logStartCheckpointFile
+	}
+	dir := s.dir
 	dump = Dump{HighWatermark: -1, LogStartOffset: -1}
 	unchanged = -1 // not yet known: everything so far is as before
 	bases := segmentBases(d, dir)
@@ -150,9 +162,9 @@ func (s *DumpScanner) dropLeading(first string) bool {
 // only when its version moved (checkpoints are replaced, not appended, so
 // any rewrite gives a new version).
 func (s *DumpScanner) readCheckpoints(d VersionedFiles, dir string, out *Dump) {
-	ev, eok := d.Version(dir + "/" + epochCheckpointFile)
-	hv, hok := d.Version(dir + "/" + hwCheckpointFile)
-	sv, sok := d.Version(dir + "/" + logStartCheckpointFile)
+	ev, eok := d.Version(s.epochsName)
+	hv, hok := d.Version(s.watermarkName)
+	sv, sok := d.Version(s.startName)
 	if !s.read || eok != s.haveEpochs || ev != s.epochsAt || hok != s.haveMarked || hv != s.watermarkAt ||
 		sok != s.haveStart || sv != s.startAt {
 		s.checkpoints = Dump{HighWatermark: -1, LogStartOffset: -1}

@@ -115,13 +115,27 @@ func (s *segment) find(offset int64) int {
 
 const segmentNameDigits = 20
 
-func segmentPrefix(dir string, base int64) string {
-	return fmt.Sprintf("%s/%0*d", dir, segmentNameDigits, base)
+func segmentPrefix(dir string, base int64) string { return segmentName(dir, base, "") }
+
+// segmentName is segmentPrefix(dir, base) + suffix, made in one allocation.
+func segmentName(dir string, base int64, suffix string) string {
+	if base < 0 {
+		return fmt.Sprintf("%s/%0*d", dir, segmentNameDigits, base) + suffix
+	}
+	// As Sprintf("%s/%0*d") without fmt: names are made on every read.
+	var digits [20]byte
+	d := strconv.AppendInt(digits[:0], base, 10)
+	b := make([]byte, 0, len(dir)+1+max(segmentNameDigits, len(d))+len(suffix))
+	b = append(append(b, dir...), '/')
+	for range segmentNameDigits - len(d) {
+		b = append(b, '0')
+	}
+	return string(append(append(b, d...), suffix...))
 }
 
-func logName(dir string, base int64) string    { return segmentPrefix(dir, base) + ".log" }
-func hdrName(dir string, base int64) string    { return segmentPrefix(dir, base) + ".hdrcrc" }
-func txnIdxName(dir string, base int64) string { return segmentPrefix(dir, base) + ".txnindex" }
+func logName(dir string, base int64) string    { return segmentName(dir, base, ".log") }
+func hdrName(dir string, base int64) string    { return segmentName(dir, base, ".hdrcrc") }
+func txnIdxName(dir string, base int64) string { return segmentName(dir, base, ".txnindex") }
 
 // parseSegmentName returns the base offset of a "<dir>/<20 digits>.log".
 func parseSegmentName(dir, name string) (int64, bool) {

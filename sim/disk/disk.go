@@ -5,6 +5,7 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"slices"
 	"sort"
 	"strings"
 
@@ -14,6 +15,10 @@ import (
 // Disk is one node's simulated disk. It implements env.Disk.
 type Disk struct {
 	files map[string]*file
+	// names is every file's name, sorted: List answers from it by binary
+	// search instead of walking the map (the harness lists each
+	// partition's directory on every replica sample).
+	names []string
 
 	// Armed faults. Each counts down the matching operations still to fail.
 	syncFailures int
@@ -104,6 +109,7 @@ func (d *Disk) create(name string) *file {
 	if !ok {
 		f = &file{appendOnly: true}
 		d.files[name] = f
+		d.addName(name)
 		d.changed(f)
 	}
 	return f
@@ -351,6 +357,10 @@ func (d *Disk) Rename(from, to string) error {
 		return err
 	}
 	delete(d.files, from)
+	d.removeName(from)
+	if _, ok := d.files[to]; !ok {
+		d.addName(to)
+	}
 	d.files[to] = f
 	if d.observe != nil {
 		d.observe(Op{Kind: OpRename, Name: from, To: to})
@@ -363,20 +373,35 @@ func (d *Disk) Remove(name string) error {
 	if _, ok := d.files[name]; ok && d.observe != nil {
 		d.observe(Op{Kind: OpRemove, Name: name})
 	}
-	delete(d.files, name)
+	if _, ok := d.files[name]; ok {
+		delete(d.files, name)
+		d.removeName(name)
+	}
 	return nil
+}
+
+func (d *Disk) addName(name string) {
+	i, _ := slices.BinarySearch(d.names, name)
+	d.names = slices.Insert(d.names, i, name)
+}
+
+func (d *Disk) removeName(name string) {
+	if i, ok := slices.BinarySearch(d.names, name); ok {
+		d.names = slices.Delete(d.names, i, i+1)
+	}
 }
 
 // List implements env.Disk.
 func (d *Disk) List(prefix string) []string {
-	var names []string
-	for name := range d.files {
-		if strings.HasPrefix(name, prefix) {
-			names = append(names, name)
-		}
+	i, _ := slices.BinarySearch(d.names, prefix)
+	j := i
+	for j < len(d.names) && strings.HasPrefix(d.names[j], prefix) {
+		j++
 	}
-	sort.Strings(names)
-	return names
+	if i == j {
+		return nil
+	}
+	return slices.Clone(d.names[i:j])
 }
 
 func growTo(b []byte, n int64) []byte {
