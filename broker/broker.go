@@ -84,8 +84,8 @@ type Broker struct {
 	groups                 *groupCoordinator
 	txns                   *txnCoordinator
 	shares                 *shareManager // share partitions and sessions of the partitions this broker leads (share_fetch.go)
-	creatingInternalTopics bool       // asked the controller for them
-	outbox                 []outgoing // answers held until the current event ends (respond)
+	creatingInternalTopics bool          // asked the controller for them
+	outbox                 []outgoing    // answers held until the current event ends (respond)
 	flushing               bool
 	fetchScratch           *kmsg.FetchResponse // every Fetch answer is built here (fetch.go)
 }
