@@ -9,14 +9,14 @@ import "github.com/kafkasim/kafkasim/broker/wire"
 // range leaves out or how it is served; the README's API table is made
 // from this list (TestTheReadmeListsTheAPIsTheBrokerServes).
 var Versions = wire.NewVersions(
-	wire.Range{Key: 0, Min: 3, Max: 12, Note: "acks 0, 1, all; idempotent and transactional; v13 (topics by id) not served"}, // Produce
-	wire.Range{Key: 1, Min: 4, Max: 17, Note: "consumers and followers; v13+ topics by id; read_committed"},                  // Fetch
-	wire.Range{Key: 2, Min: 1, Max: 10, Note: "earliest, latest, by timestamp, max timestamp (KIP-734)"},                     // ListOffsets
-	wire.Range{Key: 3, Min: 1, Max: 12, Note: "v13 (after Kafka 4.0) not served"},                                            // Metadata
-	wire.Range{Key: 8, Min: 2, Max: 9, Note: "v10 (topics by id, after Kafka 4.0) not served"},                               // OffsetCommit
-	wire.Range{Key: 9, Min: 1, Max: 9, Note: "v10 (topics by id, after Kafka 4.0) not served"},                               // OffsetFetch
-	wire.Range{Key: 10, Min: 0, Max: 6, Note: "groups and transactions; share-group keys refused"},                           // FindCoordinator
-	wire.Range{Key: 11, Min: 0, Max: 9, Note: "classic protocol"},                                                            // JoinGroup
+	wire.Range{Key: 0, Min: 3, Max: 12, Note: "acks 0, 1, all; idempotent and transactional; v13 (topics by id) not served"},         // Produce
+	wire.Range{Key: 1, Min: 4, Max: 17, Note: "consumers and followers; v13+ topics by id; read_committed"},                          // Fetch
+	wire.Range{Key: 2, Min: 1, Max: 10, Note: "earliest, latest, by timestamp, max timestamp (KIP-734)"},                             // ListOffsets
+	wire.Range{Key: 3, Min: 1, Max: 12, Note: "v13 (after Kafka 4.0) not served"},                                                    // Metadata
+	wire.Range{Key: 8, Min: 2, Max: 9, Note: "v10 (topics by id, after Kafka 4.0) not served"},                                       // OffsetCommit
+	wire.Range{Key: 9, Min: 1, Max: 9, Note: "v10 (topics by id, after Kafka 4.0) not served"},                                       // OffsetFetch
+	wire.Range{Key: 10, Min: 0, Max: 6, Note: "groups (share groups too) and transactions; share-coordinator keys (type 2) refused"}, // FindCoordinator
+	wire.Range{Key: 11, Min: 0, Max: 9, Note: "classic protocol"},                                                                    // JoinGroup
 	wire.Range{Key: 12, Min: 0, Max: 4},                                          // Heartbeat
 	wire.Range{Key: 13, Min: 0, Max: 5},                                          // LeaveGroup
 	wire.Range{Key: 14, Min: 0, Max: 5},                                          // SyncGroup

@@ -19,12 +19,21 @@ import (
 // with and without static members: TestGroupETL's /848 sub-tests, and
 // TestGroupSimple's), transactional consume-transform-produce, regex
 // subscriptions (a KIP-848 regex the broker resolves among them),
-// partitions added under a consumer, and MESSAGE_TOO_LARGE.
-const franzGoSubset = "^(TestGroupETL|TestGroupSimple|TestTxnEtl|TestConsumeRegex|Test848RegexBrokerResolves|TestAddRemovePartitions|TestClient_ProduceLargeMessages|TestIssue325)$"
+// partitions added under a consumer, MESSAGE_TOO_LARGE, and KIP-932 share
+// groups (the share-group ETL with releases, rejects and rebalances, acks
+// sent on close, the share group offsets admin APIs, the simple share
+// group test, and a regex share subscription).
+const franzGoSubset = "^(TestGroupETL|TestGroupSimple|TestTxnEtl|TestConsumeRegex|Test848RegexBrokerResolves|TestAddRemovePartitions|TestClient_ProduceLargeMessages|TestIssue325|" +
+	"TestShareGroupETL|TestShareGroupAckOnClose|TestShareGroupOffsetsAdmin|TestShareGroup|TestConsumeRegexShareSkipsInternal)$"
 
 // franzGoKIP848 are the sub-tests that run only when the broker serves
 // ConsumerGroupHeartbeat: they must pass, not skip.
 var franzGoKIP848 = []string{"TestGroupETL/range/848", "TestGroupETL/sticky/848", "TestGroupETL/sticky/848/static", "TestGroupSimple/848"}
+
+// franzGoShare are the share group (KIP-932) tests, which run only when
+// the broker serves ShareFetch and ShareAcknowledge v2: they must pass,
+// not skip.
+var franzGoShare = []string{"TestShareGroupETL", "TestShareGroupAckOnClose", "TestShareGroupOffsetsAdmin", "TestShareGroup", "TestConsumeRegexShareSkipsInternal"}
 
 // TestFranzGosOwnIntegrationTestsPassAgainstTheCluster runs franzGoSubset
 // from the module cache (the franz-go this module requires), copied to a
@@ -68,18 +77,27 @@ func TestFranzGosOwnIntegrationTestsPassAgainstTheCluster(t *testing.T) {
 		if len(tail) > 8000 {
 			tail = tail[len(tail)-8000:]
 		}
-		t.Fatalf("franz-go's tests failed (%v): %d failures\n%s", err, len(failed), tail)
+		var which []string
+		for _, m := range failed {
+			which = append(which, m[1])
+		}
+		t.Fatalf("franz-go's tests failed (%v): %d failures: %v\n%s", err, len(failed), which, tail)
 	}
 	var names []string
 	for _, m := range passed {
 		names = append(names, m[1])
 	}
-	if len(names) != 8 {
-		t.Fatalf("expected the 8 tests of %s to pass, passed: %v\n%s", franzGoSubset, names, report)
+	if len(names) != 13 {
+		t.Fatalf("expected the 13 tests of %s to pass, passed: %v\n%s", franzGoSubset, names, report)
 	}
 	for _, sub := range franzGoKIP848 {
 		if !regexp.MustCompile(`(?m)^\s*--- PASS: ` + regexp.QuoteMeta(sub) + ` `).MatchString(report) {
 			t.Fatalf("KIP-848 sub-test %s did not pass (skipped?)\n%s", sub, report)
+		}
+	}
+	for _, name := range franzGoShare {
+		if !regexp.MustCompile(`(?m)^--- PASS: ` + regexp.QuoteMeta(name) + ` `).MatchString(report) {
+			t.Fatalf("share group test %s did not pass (skipped?)\n%s", name, report)
 		}
 	}
 	t.Logf("franz-go's own tests passed: %v", names)
