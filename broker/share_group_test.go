@@ -372,3 +372,75 @@ func (c *cluster) describeShareStart(group string, tp metadata.TopicPartition) i
 	require.Zero(c.t, p.ErrorCode)
 	return p.StartOffset
 }
+
+func TestAReadCommittedShareGroupArchivesAbortedRecords(t *testing.T) {
+	c := newCluster(t, 79, 3, config.Default())
+	c.createTopic("orders", 1, 3)
+	c.setGroupConfigs("workers", "share.auto.offset.reset", "earliest", "share.isolation.level", "read_committed")
+	p := c.txnProducer("app", "pipeline", speaksTV1)
+	p.init()
+	require.Zero(t, p.add(orders))
+	require.Zero(t, p.produce(orders, "aborted-1", "aborted-2").ErrorCode)
+
+	a := c.shareMember("worker-a", "workers", "orders")
+	require.Zero(t, a.heartbeat())
+	got, _ := a.fetch(orders, 500, acks{})
+	require.Empty(t, got, "nothing below the last stable offset yet")
+
+	require.Zero(t, p.end(false))
+	p.waitCompleted()
+	require.Zero(t, p.add(orders))
+	require.Zero(t, p.produce(orders, "committed-1").ErrorCode)
+	require.Zero(t, p.end(true))
+	p.waitCompleted()
+
+	got, _ = a.fetch(orders, 500, acks{})
+	// 0, 1: aborted; 2: the abort marker; 3: committed-1; 4: its marker.
+	require.Equal(t, []int64{3}, offsets(got), "only the committed record is delivered")
+	require.Zero(t, a.acknowledge(orders, false, acks{typ: 1, offsets: []int64{3}}))
+	require.Equal(t, int64(5), c.describeShareStart("workers", orders), "the aborted records and both markers are archived: done with")
+}
+
+func TestAShareSessionRefusesAStaleEpoch(t *testing.T) {
+	c, tp := shareStory(t, 80, config.Default(), 2)
+	a := c.shareMember("worker-a", "workers", "orders")
+	require.Zero(t, a.heartbeat())
+	got, _ := a.fetch(tp, 1, acks{})
+	require.Len(t, got, 1, "MaxRecords bounds the acquisition")
+
+	leader := c.leaderOf(tp)
+	req := kmsg.NewPtrShareFetchRequest()
+	req.GroupID, req.MemberID, req.ShareSessionEpoch = kmsg.StringPtr("workers"), kmsg.StringPtr(a.id), 7
+	require.Equal(t, kerr.InvalidShareSessionEpoch.Code, a.call(leader, req).(*kmsg.ShareFetchResponse).ErrorCode)
+	req.MemberID = kmsg.StringPtr("stranger")
+	require.Equal(t, kerr.ShareSessionNotFound.Code, a.call(leader, req).(*kmsg.ShareFetchResponse).ErrorCode)
+
+	got, _ = a.fetch(tp, 1, acks{typ: 1, offsets: []int64{0}})
+	require.Equal(t, []int64{1}, offsets(got), "the session goes on at its epoch")
+}
+
+// A share group's run is the same run every time: two members, releases,
+// a lock expiry, a leave — the same trace hash twice.
+func TestAShareGroupRunIsDeterministic(t *testing.T) {
+	run := func() (string, uint64) {
+		c, tp := shareStory(t, 81, config.Default(), 6)
+		a, b := c.shareMember("worker-a", "workers", "orders"), c.shareMember("worker-b", "workers", "orders")
+		require.Zero(t, a.heartbeat())
+		require.Zero(t, b.heartbeat())
+		got, _ := a.fetch(tp, 3, acks{})
+		require.Len(t, got, 3)
+		got, _ = b.fetch(tp, 3, acks{})
+		require.Len(t, got, 3)
+		require.Zero(t, a.acknowledge(tp, false, acks{typ: 2, offsets: []int64{0}}))
+		require.NoError(t, c.w.RunFor(3*time.Second))
+		_, _ = b.fetch(tp, 500, acks{})
+		require.Zero(t, a.acknowledge(tp, true, acks{}))
+		require.Zero(t, a.leave())
+		require.NoError(t, c.w.RunFor(time.Second))
+		return c.w.Trace().HashString(), c.w.Events()
+	}
+	h1, n1 := run()
+	h2, n2 := run()
+	require.Equal(t, h1, h2)
+	require.Equal(t, n1, n2)
+}

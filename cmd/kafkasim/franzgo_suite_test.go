@@ -70,6 +70,9 @@ func TestFranzGosOwnIntegrationTestsPassAgainstTheCluster(t *testing.T) {
 		"GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
 	got, err := cmd.CombinedOutput()
 	report := string(got)
+	if path := os.Getenv("KAFKASIM_FRANZGO_REPORT"); path != "" {
+		_ = os.WriteFile(path, got, 0o644) // the whole -v output, for a failure the tail below cuts off
+	}
 	passed := regexp.MustCompile(`(?m)^--- PASS: (\w+)`).FindAllStringSubmatch(report, -1)
 	failed := regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`).FindAllStringSubmatch(report, -1)
 	if err != nil || len(failed) > 0 {
