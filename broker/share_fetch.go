@@ -191,11 +191,12 @@ func (m *shareManager) unlock(sp *sharePartition, ids []uint64) {
 }
 
 // releaseMember releases what member holds in group's share partitions
-// of tps (its session closed).
-func (m *shareManager) releaseMember(group, member string, tps []metadata.TopicPartition) {
-	for _, tp := range tps {
-		sp := m.partitions[shareKey{group: group, tp: tp}]
-		if sp == nil || !m.live(sp) {
+// on this broker (its session closed or replaced): those of its session,
+// and any it forgot while still holding records there.
+func (m *shareManager) releaseMember(group, member string) {
+	for _, k := range slices.SortedFunc(maps.Keys(m.partitions), compareShareKeys) {
+		sp := m.partitions[k]
+		if k.group != group || !m.live(sp) {
 			continue
 		}
 		ended, available := sp.st.releaseMember(member)
@@ -213,7 +214,7 @@ func (m *shareManager) releaseMember(group, member string, tps []metadata.TopicP
 func (m *shareManager) closeSession(s *shareSession, why string) {
 	delete(m.sessions, s.key)
 	m.b.e.Log("share-session-closed", "group", s.key.group, "member", s.key.member, "why", why)
-	m.releaseMember(s.key.group, s.key.member, s.parts)
+	m.releaseMember(s.key.group, s.key.member)
 }
 
 // nextSessionEpoch is Kafka's ShareRequestMetadata.nextEpoch: MaxInt32
