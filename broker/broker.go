@@ -83,8 +83,9 @@ type Broker struct {
 	// and what they share (coordination.go).
 	groups                 *groupCoordinator
 	txns                   *txnCoordinator
-	creatingInternalTopics bool       // asked the controller for them
-	outbox                 []outgoing // answers held until the current event ends (respond)
+	shares                 *shareManager // share partitions and sessions of the partitions this broker leads (share_fetch.go)
+	creatingInternalTopics bool          // asked the controller for them
+	outbox                 []outgoing    // answers held until the current event ends (respond)
 	flushing               bool
 	fetchScratch           *kmsg.FetchResponse // every Fetch answer is built here (fetch.go)
 }
@@ -112,6 +113,7 @@ func (b *Broker) Start(e env.Env) {
 	b.fetchers = map[int32]*fetcher{}
 	b.groups = newGroupCoordinator(b)
 	b.txns = newTxnCoordinator(b)
+	b.shares = newShareManager(b)
 	b.creatingInternalTopics, b.outbox, b.flushing = false, nil, false
 	r := e.Rand()
 	for i := range b.incarnation {

@@ -347,6 +347,8 @@ func (c *groupCoordinator) consumerGroupFor(w *groupWrite, id string, create boo
 	switch {
 	case g != nil && g.consumer != nil:
 		return g, nil
+	case g != nil && g.share != nil:
+		return nil, heartbeatErr(kerr.GroupIDNotFound, "Group %s is not a consumer group.", id)
 	case g == nil || !g.classic():
 		if !create {
 			return nil, heartbeatErr(kerr.GroupIDNotFound, "Consumer group %s not found.", id)

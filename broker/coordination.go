@@ -116,8 +116,11 @@ func (b *Broker) handleFindCoordinator(listener string, req *kmsg.FindCoordinato
 		case 1:
 			topic, parts = metadata.TransactionTopic, b.cfg.TransactionTopicPartitions
 		default:
-			// Share groups (key type 2, v6, KIP-932) are not served, as
-			// Kafka refuses them while they are disabled.
+			// Share coordinators (key type 2, v6, KIP-932: the
+			// partition of __share_group_state a group:topic:partition
+			// hashes to) are not modelled: share-partition state lives
+			// at the partition leaders (share_fetch.go), and share
+			// groups themselves are found with key type 0.
 			rc.ErrorCode = kerr.InvalidRequest.Code
 		}
 		if rc.ErrorCode == 0 {

@@ -25,7 +25,14 @@
 //     (hwwait.go).
 //   - The group coordinator (groupCoordinator: group_coordinator.go,
 //     group.go, group_offsets.go): groups, offset commits and fetches over
-//     __consumer_offsets.
+//     __consumer_offsets; KIP-848 consumer groups (consumer_group.go) and
+//     KIP-932 share groups' membership (share_group.go), with their
+//     records (consumer_group_records.go, share_group_records.go) and the
+//     share group offsets admin APIs (share_admin.go).
+//   - Share partitions (shareManager: share_fetch.go, share_partition.go):
+//     KIP-932's record-level sharing at each partition's leader — share
+//     sessions, ShareFetch and ShareAcknowledge, acquisition locks,
+//     delivery counts — in the leader's memory (no share coordinator).
 //   - The transaction coordinator (txnCoordinator: txn_coordinator.go,
 //     txn_state.go, txn_markers.go, txn_verify.go): transactional ids,
 //     their state in __transaction_state, markers, KIP-890's verification.

@@ -269,6 +269,12 @@ func (c *groupCoordinator) handleJoinGroup(r *rpc.Request, req *kmsg.JoinGroupRe
 		return
 	}
 	g := c.groups[req.Group]
+	if g != nil && g.share != nil {
+		// A share group is not a classic group, even empty (Kafka's
+		// getOrMaybeCreateClassicGroup).
+		fail(kerr.InconsistentGroupProtocol.Code, req.MemberID)
+		return
+	}
 	if g != nil && g.consumer != nil {
 		if len(g.consumer.members) > 0 {
 			// No migration between the protocols
@@ -972,6 +978,9 @@ func (c *groupCoordinator) checkInvariants() {
 	checkEach(c.groups, cmp.Compare[string], func(id string, g *group) string {
 		if g.consumer != nil {
 			return c.consumerGroupViolation(id, g)
+		}
+		if g.share != nil {
+			return c.shareGroupViolation(id, g)
 		}
 		switch g.state {
 		case groupStable, groupCompletingRebalance:

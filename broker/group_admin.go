@@ -23,36 +23,45 @@ import (
 // with members, committed offsets or offsets pending in a transaction. A
 // group whose last record is a tombstone leaves nothing.
 func (g *group) listed() bool {
-	return len(g.members) > 0 || len(g.offsets) > 0 || len(g.pendingTxnOffsets) > 0 || g.state != groupEmpty || g.consumer != nil
+	return len(g.members) > 0 || len(g.offsets) > 0 || len(g.pendingTxnOffsets) > 0 || g.state != groupEmpty || g.consumer != nil || g.share != nil
 }
 
 // typeName is the group's type as ListGroups names it.
 func (g *group) typeName() string {
-	if g.consumer != nil {
+	switch {
+	case g.consumer != nil:
 		return "consumer"
+	case g.share != nil:
+		return "share"
 	}
 	return "classic"
 }
 
 // stateName is the group's state as ListGroups names it.
 func (g *group) stateName() string {
-	if g.consumer != nil {
+	switch {
+	case g.consumer != nil:
 		return g.consumer.state()
+	case g.share != nil:
+		return g.share.state()
 	}
 	return g.state.String()
 }
 
 // protocolTypeName is the group's protocol type: a consumer group's is
-// "consumer", as Kafka lists it.
+// "consumer", a share group's "share", as Kafka lists them.
 func (g *group) protocolTypeName() string {
-	if g.consumer != nil {
+	switch {
+	case g.consumer != nil:
 		return "consumer"
+	case g.share != nil:
+		return "share"
 	}
 	return g.protocolType
 }
 
 // handleListGroups lists the groups this broker coordinates, filtered by
-// state (v4+) and type (v5+: "classic" or "consumer"); while one of
+// state (v4+) and type (v5+: "classic", "consumer" or "share"); while one of
 // its offsets partitions is still loading the answer is
 // COORDINATOR_LOAD_IN_PROGRESS with what is loaded.
 func (c *groupCoordinator) handleListGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsResponse {
@@ -99,7 +108,7 @@ func (c *groupCoordinator) handleDescribeGroups(req *kmsg.DescribeGroupsRequest)
 			continue
 		}
 		g := c.groups[id]
-		if g == nil || !g.listed() || g.consumer != nil {
+		if g == nil || !g.listed() || g.consumer != nil || g.share != nil {
 			// Kafka describes only classic groups here (classicGroup
 			// refuses a consumer group): the others are Dead to it.
 			dg.State = groupDead.String()
@@ -149,7 +158,7 @@ func (c *groupCoordinator) handleDeleteGroups(r *rpc.Request, req *kmsg.DeleteGr
 		case code != 0:
 		case g == nil || !g.listed():
 			code = kerr.GroupIDNotFound.Code
-		case len(g.members) > 0 || g.state != groupEmpty || (g.consumer != nil && len(g.consumer.members) > 0):
+		case len(g.members) > 0 || g.state != groupEmpty || (g.consumer != nil && len(g.consumer.members) > 0) || (g.share != nil && len(g.share.members) > 0):
 			code = kerr.NonEmptyGroup.Code
 		case len(g.pendingTxnOffsets) > 0:
 			// Kafka waits for the transaction; refusing keeps the
@@ -164,11 +173,16 @@ func (c *groupCoordinator) handleDeleteGroups(r *rpc.Request, req *kmsg.DeleteGr
 		for _, tp := range slices.SortedFunc(maps.Keys(g.offsets), metadata.TopicPartition.Compare) {
 			recs = append(recs, record.Record{Key: encodeOffsetKey(id, tp)})
 		}
-		if g.consumer != nil {
+		switch {
+		case g.consumer != nil:
 			for _, k := range consumerGroupTombstoneKeys(id) {
 				recs = append(recs, record.Record{Key: k})
 			}
-		} else {
+		case g.share != nil:
+			for _, k := range shareGroupTombstoneKeys(id) {
+				recs = append(recs, record.Record{Key: k})
+			}
+		default:
 			recs = append(recs, record.Record{Key: encodeGroupKey(id)})
 		}
 		waiting++
@@ -177,6 +191,12 @@ func (c *groupCoordinator) handleDeleteGroups(r *rpc.Request, req *kmsg.DeleteGr
 			if code == 0 && c.groups[id] == g {
 				delete(c.groups, id)
 				c.b.e.Log("group-deleted", "group", id)
+				if g.share != nil {
+					// Kafka deletes the share-partition state first
+					// (DeleteShareGroupState to the share coordinator);
+					// here the leaders drop theirs after.
+					c.deleteShareState(id, g.share.initialized, func(map[metadata.TopicPartition]int16) {})
+				}
 			}
 			finish()
 		})

@@ -23,6 +23,9 @@ type groupCoordinator struct {
 	b      *Broker
 	loaded map[int32]int32 // offsets partition → leader epoch its groups were loaded in
 	groups map[string]*group
+	// sharePeers are connections to partition leaders for the share
+	// groups' state (share_admin.go).
+	sharePeers map[int32]*rpc.Client
 }
 
 type group struct {
@@ -39,6 +42,9 @@ type group struct {
 	// consumer is the KIP-848 consumer group state (consumer_group.go),
 	// nil unless this is a consumer group.
 	consumer *consumerGroup
+	// share is the KIP-932 share group state (share_group.go), nil unless
+	// this is a share group.
+	share *shareGroup
 }
 
 type committedOffset struct {
@@ -139,7 +145,7 @@ func (c *groupCoordinator) apply(key, value []byte, off int64) {
 		c.applyGroupMetadata(gid, value)
 		return
 	}
-	if c.applyConsumerGroupRecord(key, value) {
+	if c.applyConsumerGroupRecord(key, value) || c.applyShareGroupRecord(key, value) {
 		return
 	}
 	gid, tp, ok := decodeOffsetKey(key)

@@ -49,6 +49,9 @@ func (c *groupCoordinator) offsetCommitFence(g *group, memberID, instance string
 		}
 		return kerr.IllegalGeneration.Code
 	}
+	if g.share != nil {
+		return kerr.GroupIDNotFound.Code // a share group commits no offsets (Kafka: "Group is not a consumer group")
+	}
 	if g.consumer != nil {
 		return consumerOffsetCommitFence(g.consumer, memberID, generation, transactional, version)
 	}
@@ -339,6 +342,10 @@ func (c *groupCoordinator) resumeGroups(part int32) {
 			c.resumeConsumerGroup(g)
 			continue
 		}
+		if g.share != nil {
+			c.resumeShareGroup(g)
+			continue
+		}
 		if len(g.members) == 0 {
 			continue
 		}
@@ -365,5 +372,8 @@ func (c *groupCoordinator) unloadGroup(g *group) {
 	}
 	if g.consumer != nil {
 		c.unloadConsumerGroup(g)
+	}
+	if g.share != nil {
+		c.unloadShareGroup(g)
 	}
 }

@@ -81,6 +81,22 @@ func (b *Broker) serve(r *rpc.Request) {
 		b.groups.handleLeaveGroup(r, req)
 	case *kmsg.ConsumerGroupHeartbeatRequest:
 		b.groups.handleConsumerGroupHeartbeat(r, req)
+	case *kmsg.ShareGroupHeartbeatRequest:
+		b.groups.handleShareGroupHeartbeat(r, req)
+	case *kmsg.ShareGroupDescribeRequest:
+		r.Respond(b.groups.handleShareGroupDescribe(req))
+	case *kmsg.DescribeShareGroupOffsetsRequest:
+		b.groups.handleDescribeShareGroupOffsets(r, req)
+	case *kmsg.AlterShareGroupOffsetsRequest:
+		b.groups.handleAlterShareGroupOffsets(r, req)
+	case *kmsg.DeleteShareGroupOffsetsRequest:
+		b.groups.handleDeleteShareGroupOffsets(r, req)
+	case *kmsg.InitializeShareGroupStateRequest:
+		b.shares.handleInitializeShareGroupState(r, req)
+	case *kmsg.ReadShareGroupStateSummaryRequest:
+		b.shares.handleReadShareGroupStateSummary(r, req)
+	case *kmsg.DeleteShareGroupStateRequest:
+		b.shares.handleDeleteShareGroupState(r, req)
 	case *kmsg.ConsumerGroupDescribeRequest:
 		r.Respond(b.groups.handleConsumerGroupDescribe(req))
 	case *kmsg.TxnOffsetCommitRequest:
@@ -91,6 +107,10 @@ func (b *Broker) serve(r *rpc.Request) {
 		b.txns.handleAddOffsetsToTxn(r, req)
 	case *kmsg.EndTxnRequest:
 		b.txns.handleEndTxn(r, req)
+	case *kmsg.ShareFetchRequest:
+		b.shares.handleShareFetch(r, req)
+	case *kmsg.ShareAcknowledgeRequest:
+		b.shares.handleShareAcknowledge(r, req)
 	case *kmsg.WriteTxnMarkersRequest:
 		b.txns.handleWriteTxnMarkers(r, req)
 	default:
@@ -107,6 +127,7 @@ func (b *Broker) checkInvariants() {
 	})
 	b.groups.checkInvariants()
 	b.txns.checkInvariants()
+	b.shares.checkInvariants()
 }
 
 // handleMetadata answers with the brokers' endpoints on the listener the

@@ -134,6 +134,7 @@ func (b *Broker) publishMetadata() {
 	if b.groups.metadataChanged() {
 		b.txns.metadataChanged()
 	}
+	b.shares.metadataChanged()
 	b.checkInvariants()
 }
 

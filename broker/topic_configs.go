@@ -20,6 +20,12 @@ import (
 // that carries it is published (applyPartition), as Kafka's
 // DynamicConfigPublisher updates each log's LogConfig.
 
+// shareSettings are the share group settings of group as the published
+// image has them.
+func (b *Broker) shareSettings(group string) config.ShareSettings {
+	return b.cfg.ShareSettings(b.image.GroupConfigs[group])
+}
+
 // settings are the honoured configs of topic as the published image has
 // them, computed once per image.
 func (b *Broker) settings(topic string) config.TopicSettings {
@@ -68,7 +74,9 @@ func (b *Broker) reconfigure(p *partition) error {
 // DEFAULT_CONFIG), optionally only the names asked for; for this broker
 // (or the cluster default, an empty name) its settings, all static. A topic
 // it does not know is UNKNOWN_TOPIC_OR_PARTITION; another broker's id,
-// INVALID_REQUEST, as a Kafka broker describes only itself.
+// INVALID_REQUEST, as a Kafka broker describes only itself. A GROUP
+// resource has every group config (config.GroupConfigDefs), an override's
+// source GROUP_CONFIG.
 func (b *Broker) handleDescribeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.DescribeConfigsResponse {
 	resp := kmsg.NewPtrDescribeConfigsResponse()
 	for _, res := range req.Resources {
@@ -91,6 +99,10 @@ func (b *Broker) handleDescribeConfigs(req *kmsg.DescribeConfigsRequest) *kmsg.D
 				break
 			}
 			entries = b.cfg.DescribeBroker()
+		case kmsg.ConfigResourceTypeGroupConfig:
+			// A group's configs, set or not, whether or not the group
+			// exists (Kafka's GroupConfigManager answers the same).
+			entries = b.cfg.DescribeGroup(b.image.GroupConfigs[res.ResourceName])
 		default:
 			rr.ErrorCode = kerr.InvalidRequest.Code
 			rr.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("config resource type %d cannot be described", res.ResourceType))

@@ -139,6 +139,19 @@ const (
 	// ConsumerGroupMemberFenced: a consumer group member was removed by
 	// its session or rebalance timeout, or left.
 	ConsumerGroupMemberFenced = "consumer-group-member-fenced"
+	// ShareRecordsAcquired: a share partition (KIP-932) handed records to
+	// a share group member.
+	ShareRecordsAcquired = "share-records-acquired"
+	// ShareRecordsReleased: a share group member released records (or its
+	// session closed with records acquired), making them available to
+	// another delivery.
+	ShareRecordsReleased = "share-records-released"
+	// ShareRecordLockExpired: records a member acquired were not
+	// acknowledged within share.record.lock.duration.ms and went back.
+	ShareRecordLockExpired = "share-record-lock-expired"
+	// ShareGroupMemberFenced: a share group member left or was fenced by
+	// its session timeout.
+	ShareGroupMemberFenced = "share-group-member-fenced"
 )
 
 // Storage.
@@ -206,6 +219,10 @@ var Catalogue = []Info{
 	{ConsumerGroupRevocationPending, "broker", "a KIP-848 member was asked to revoke partitions first"},
 	{ConsumerGroupRevocationAcknowledged, "broker", "a KIP-848 member revoked what it had to and moved on"},
 	{ConsumerGroupMemberFenced, "broker", "a KIP-848 member left or was fenced by its session or rebalance timeout"},
+	{ShareRecordsAcquired, "broker", "a share partition handed records to a share group member"},
+	{ShareRecordsReleased, "broker", "a share group member released records for another delivery"},
+	{ShareRecordLockExpired, "broker", "acquired records went back when their acquisition lock expired"},
+	{ShareGroupMemberFenced, "broker", "a share group member left or was fenced by its session timeout"},
 	{PowerLossDroppedUnsynced, "world", "a power loss dropped bytes not yet synced"},
 	{CompactionRemovedRecords, "broker", "the log cleaner removed records a later record of the same key superseded"},
 	{TombstoneRemoved, "broker", "the log cleaner removed a tombstone past delete.retention.ms"},

@@ -56,6 +56,11 @@ var brokerConfigs = []BrokerConfigDef{
 	{"group.max.session.timeout.ms", TypeInt, "1800000", "longest session timeout a group member may ask for", func(c *Cluster) any { return &c.GroupSessionTimeoutMax }},
 	{"group.consumer.session.timeout.ms", TypeInt, "45000", "a consumer group (KIP-848) member silent this long is fenced", func(c *Cluster) any { return &c.GroupConsumerSessionTimeout }},
 	{"group.consumer.heartbeat.interval.ms", TypeInt, "5000", "how often a consumer group (KIP-848) member is told to heartbeat", func(c *Cluster) any { return &c.GroupConsumerHeartbeatInterval }},
+	{"group.share.record.lock.duration.ms", TypeInt, "30000", "how long a share group (KIP-932) member holds a record it acquired; a group's share.record.lock.duration.ms overrides it", func(c *Cluster) any { return &c.GroupShareRecordLockDuration }},
+	{"group.share.delivery.count.limit", TypeInt, "5", "deliveries of a record to share group members before it is archived", func(c *Cluster) any { return &c.GroupShareDeliveryCountLimit }},
+	{"group.share.partition.max.record.locks", TypeInt, "2000", "records a share partition holds in flight (acquired or waiting for redelivery) at most", func(c *Cluster) any { return &c.GroupSharePartitionMaxRecordLocks }},
+	{"group.share.session.timeout.ms", TypeInt, "45000", "a share group member silent this long is fenced; a group's share.session.timeout.ms overrides it", func(c *Cluster) any { return &c.GroupShareSessionTimeout }},
+	{"group.share.heartbeat.interval.ms", TypeInt, "5000", "how often a share group member is told to heartbeat; a group's share.heartbeat.interval.ms overrides it", func(c *Cluster) any { return &c.GroupShareHeartbeatInterval }},
 	{"group.consumer.assignors", TypeList, "uniform,range", "the server-side assignors of consumer groups (KIP-848): uniform, range; the first is the default", func(c *Cluster) any { return &c.GroupConsumerAssignors }},
 }
 

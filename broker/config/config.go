@@ -112,6 +112,19 @@ type Cluster struct {
 	// assignors of consumer groups by name, comma-separated ("uniform,range"),
 	// the first the default (Assignors splits it).
 	GroupConsumerAssignors string
+	// The share group (KIP-932) settings, each a group config's default
+	// (group.go): GroupShareRecordLockDuration is
+	// group.share.record.lock.duration.ms (how long an acquired record
+	// stays acquired), GroupShareDeliveryCountLimit
+	// group.share.delivery.count.limit (deliveries before a record is
+	// archived), GroupSharePartitionMaxRecordLocks
+	// group.share.partition.max.record.locks (in-flight records per share
+	// partition), GroupShareSessionTimeout and GroupShareHeartbeatInterval
+	// group.share.session.timeout.ms and group.share.heartbeat.interval.ms.
+	GroupShareRecordLockDuration                          time.Duration
+	GroupShareDeliveryCountLimit                          int
+	GroupSharePartitionMaxRecordLocks                     int
+	GroupShareSessionTimeout, GroupShareHeartbeatInterval time.Duration
 
 	// Defects are bugs planted on purpose (package defect) for the
 	// checkers' self-test; the zero set, everywhere else.
@@ -157,6 +170,11 @@ func Default() Cluster {
 		GroupConsumerSessionTimeout:               10 * time.Second, // Kafka: 45 s
 		GroupConsumerHeartbeatInterval:            time.Second,      // Kafka: 5 s
 		GroupConsumerAssignors:                    "uniform,range",
+		GroupShareRecordLockDuration:              30 * time.Second,
+		GroupShareDeliveryCountLimit:              5,
+		GroupSharePartitionMaxRecordLocks:         2000,
+		GroupShareSessionTimeout:                  10 * time.Second, // Kafka: 45 s
+		GroupShareHeartbeatInterval:               time.Second,      // Kafka: 5 s
 	}
 }
 
@@ -191,6 +209,14 @@ func (c Cluster) Validate() error {
 		return fmt.Errorf("replication factors must be at least 1")
 	case c.GroupConsumerHeartbeatInterval <= 0 || c.GroupConsumerHeartbeatInterval >= c.GroupConsumerSessionTimeout:
 		return fmt.Errorf("group.consumer.heartbeat.interval.ms %v must be in (0, group.consumer.session.timeout.ms %v)", c.GroupConsumerHeartbeatInterval, c.GroupConsumerSessionTimeout)
+	case c.GroupShareHeartbeatInterval <= 0 || c.GroupShareHeartbeatInterval >= c.GroupShareSessionTimeout:
+		return fmt.Errorf("group.share.heartbeat.interval.ms %v must be in (0, group.share.session.timeout.ms %v)", c.GroupShareHeartbeatInterval, c.GroupShareSessionTimeout)
+	case c.GroupShareRecordLockDuration < time.Second:
+		return fmt.Errorf("group.share.record.lock.duration.ms %v < 1000", c.GroupShareRecordLockDuration)
+	case c.GroupShareDeliveryCountLimit < 2 || c.GroupShareDeliveryCountLimit > 10:
+		return fmt.Errorf("group.share.delivery.count.limit %d not in [2, 10]", c.GroupShareDeliveryCountLimit)
+	case c.GroupSharePartitionMaxRecordLocks < 100:
+		return fmt.Errorf("group.share.partition.max.record.locks %d < 100", c.GroupSharePartitionMaxRecordLocks)
 	case len(c.Assignors()) == 0:
 		return fmt.Errorf("group.consumer.assignors names no assignor")
 	}

@@ -19,7 +19,10 @@ import (
 // as ConfigRecords, every resource of a request in one batch; a resource
 // that fails changes nothing. Brokers forward these requests here.
 //
-// Only TOPIC resources can change. A BROKER resource is refused with
+// TOPIC and GROUP resources can change: a group's configs (KIP-848,
+// KIP-932: share.auto.offset.reset, share.record.lock.duration.ms, ...)
+// are ConfigRecords naming the group, as Kafka writes them; the group
+// need not exist. A BROKER resource is refused with
 // INVALID_REQUEST: this cluster's broker settings are static (what Kafka
 // calls read-only, STATIC_BROKER_CONFIG), given on the command line or in
 // the scenario.
@@ -34,6 +37,7 @@ import (
 const (
 	resourceTopic  = 2
 	resourceBroker = 4
+	resourceGroup  = 32
 )
 
 // Incremental operations (AlterConfigOp.OpType).
@@ -77,11 +81,16 @@ func (c *Controller) alterConfigs(r *rpc.Request, req *kmsg.AlterConfigsRequest)
 			named[cfg.Name] = true
 			changes = append(changes, configChange{name: cfg.Name, value: *cfg.Value})
 		}
-		if t := c.st.Topics[res.ResourceName]; t != nil && res.ResourceType == resourceTopic {
-			for _, name := range slices.Sorted(maps.Keys(t.Configs)) {
-				if !named[name] {
-					changes = append(changes, configChange{name: name, remove: true})
-				}
+		var current map[string]string
+		switch t := c.st.Topics[res.ResourceName]; {
+		case res.ResourceType == resourceGroup:
+			current = c.st.GroupConfigs[res.ResourceName]
+		case res.ResourceType == resourceTopic && t != nil:
+			current = t.Configs
+		}
+		for _, name := range slices.Sorted(maps.Keys(current)) {
+			if !named[name] {
+				changes = append(changes, configChange{name: name, remove: true})
 			}
 		}
 		return changes, 0, ""
@@ -102,7 +111,9 @@ func (c *Controller) incrementalAlterConfigs(r *rpc.Request, req *kmsg.Increment
 	}
 	return c.alterDecision(r, resp, targets, req.ValidateOnly, set, func(i int) ([]configChange, int16, string) {
 		var current map[string]string
-		if t := c.st.Topics[req.Resources[i].ResourceName]; t != nil {
+		if req.Resources[i].ResourceType == resourceGroup {
+			current = c.st.GroupConfigs[req.Resources[i].ResourceName]
+		} else if t := c.st.Topics[req.Resources[i].ResourceName]; t != nil {
 			current = t.Configs
 		}
 		return incrementalChanges(req.Resources[i], current)
@@ -216,6 +227,8 @@ func splitList(v string) []string {
 func (c *Controller) configRecords(typ kmsg.ConfigResourceType, name string, changes []configChange) ([]metadata.Record, int16, string) {
 	switch typ {
 	case resourceTopic:
+	case resourceGroup:
+		return c.groupConfigRecords(name, changes)
 	case resourceBroker:
 		return nil, kerr.InvalidRequest.Code, fmt.Sprintf("broker %q: kafkasim's broker configs are static (read-only); set them on the command line or in the scenario", name)
 	default:
@@ -268,6 +281,43 @@ func (c *Controller) configRecords(typ kmsg.ConfigResourceType, name string, cha
 			rs = append(rs, metadata.Record{Partition: &q})
 			c.logElection("unclean.leader.election.enable turned on", q.Leader, p, q)
 		}
+	}
+	return rs, 0, ""
+}
+
+// groupConfigRecords validates a group's config changes (Kafka's
+// GroupConfig.validate) and returns their ConfigRecords.
+func (c *Controller) groupConfigRecords(group string, changes []configChange) ([]metadata.Record, int16, string) {
+	if group == "" {
+		return nil, kerr.InvalidRequest.Code, "group config resource needs a group id"
+	}
+	after := maps.Clone(c.st.GroupConfigs[group])
+	if after == nil {
+		after = map[string]string{}
+	}
+	var rs []metadata.Record
+	for _, ch := range changes {
+		if ch.remove {
+			if _, ok := config.LookupGroupConfig(ch.name); !ok {
+				return nil, kerr.InvalidConfig.Code, fmt.Sprintf("group %q: unknown group config name: %s", group, ch.name)
+			}
+			if _, ok := after[ch.name]; ok {
+				delete(after, ch.name)
+				rs = append(rs, metadata.Record{Config: &metadata.ConfigRecord{Group: group, Name: ch.name}})
+			}
+			continue
+		}
+		if err := config.ValidateGroupConfig(ch.name, ch.value); err != nil {
+			return nil, kerr.InvalidConfig.Code, fmt.Sprintf("group %q: %v", group, err)
+		}
+		if old, ok := after[ch.name]; ok && old == ch.value {
+			continue
+		}
+		after[ch.name] = ch.value
+		rs = append(rs, metadata.Record{Config: &metadata.ConfigRecord{Group: group, Name: ch.name, Value: kmsg.StringPtr(ch.value)}})
+	}
+	if len(rs) > 0 {
+		c.e.Log("group-configs-altered", "group", group, "records", len(rs))
 	}
 	return rs, 0, ""
 }

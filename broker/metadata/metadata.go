@@ -98,6 +98,8 @@ type Image struct {
 	ControllerEpoch int32
 	Brokers         []Broker // live (unfenced) brokers, by id
 	Topics          map[string]*Topic
+	// GroupConfigs are the groups' config overrides, by group id.
+	GroupConfigs map[string]map[string]string
 }
 
 // Broker returns the live broker with id.

@@ -39,9 +39,11 @@ type RemoveTopicRecord struct {
 // ConfigRecord sets (or, with a nil Value, removes) one config override of
 // a topic, as Kafka's ConfigRecord does for a TOPIC resource. The
 // controller writes one per override in the batch that creates the topic or
-// alters its configs, after validating it.
+// alters its configs, after validating it. With Group set (and Topic
+// empty) it is a GROUP resource's config (KIP-848, KIP-932 group configs).
 type ConfigRecord struct {
 	Topic string  `json:"topic"`
+	Group string  `json:"group,omitempty"`
 	Name  string  `json:"name"`
 	Value *string `json:"value"`
 }

@@ -24,6 +24,9 @@ type State struct {
 	Brokers        map[int32]*Registration
 	Topics         map[string]*Topic
 	NextProducerID int64
+	// GroupConfigs are the groups' config overrides (config.GroupConfigDefs),
+	// by group id; a group need not exist to have them.
+	GroupConfigs map[string]map[string]string
 }
 
 // NewState is the metadata before the log's first entry.
@@ -69,6 +72,8 @@ func (s *State) Apply(r Record) {
 		t := s.Topics[r.RemoveTopic.Name]
 		assert(t != nil && t.ID == r.RemoveTopic.ID, "remove-topic record for unknown topic %q", r.RemoveTopic.Name)
 		delete(s.Topics, r.RemoveTopic.Name)
+	case r.Config != nil && r.Config.Group != "":
+		s.GroupConfigs = applyConfig(s.GroupConfigs, r.Config.Group, r.Config.Name, r.Config.Value)
 	case r.Config != nil:
 		t := s.Topics[r.Config.Topic]
 		assert(t != nil, "config record %s for unknown topic %q", r.Config.Name, r.Config.Topic)
@@ -87,6 +92,26 @@ func (s *State) Apply(r Record) {
 		assert(r.ProducerIDs > s.NextProducerID, "producer ids move back from %d to %d", s.NextProducerID, r.ProducerIDs)
 		s.NextProducerID = r.ProducerIDs
 	}
+}
+
+// applyConfig sets or removes one override of a group in configs, dropping
+// a group left without any.
+func applyConfig(configs map[string]map[string]string, group, name string, value *string) map[string]map[string]string {
+	if value == nil {
+		delete(configs[group], name)
+		if len(configs[group]) == 0 {
+			delete(configs, group)
+		}
+		return configs
+	}
+	if configs == nil {
+		configs = map[string]map[string]string{}
+	}
+	if configs[group] == nil {
+		configs[group] = map[string]string{}
+	}
+	configs[group][name] = *value
+	return configs
 }
 
 // BrokerIDs returns registered broker ids, sorted.
@@ -137,6 +162,12 @@ func (s *State) Image() *Image {
 		}
 		img.Topics[n] = &c
 	}
+	for g, cs := range s.GroupConfigs {
+		if img.GroupConfigs == nil {
+			img.GroupConfigs = map[string]map[string]string{}
+		}
+		img.GroupConfigs[g] = maps.Clone(cs)
+	}
 	return img
 }
 
@@ -177,6 +208,12 @@ func (s *State) Records() []Record {
 	}
 	if s.NextProducerID > NewState().NextProducerID {
 		rs = append(rs, Record{ProducerIDs: s.NextProducerID})
+	}
+	for _, g := range slices.Sorted(maps.Keys(s.GroupConfigs)) {
+		for _, name := range slices.Sorted(maps.Keys(s.GroupConfigs[g])) {
+			v := s.GroupConfigs[g][name]
+			rs = append(rs, Record{Config: &ConfigRecord{Group: g, Name: name, Value: &v}})
+		}
 	}
 	return rs
 }

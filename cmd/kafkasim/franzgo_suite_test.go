@@ -19,12 +19,29 @@ import (
 // with and without static members: TestGroupETL's /848 sub-tests, and
 // TestGroupSimple's), transactional consume-transform-produce, regex
 // subscriptions (a KIP-848 regex the broker resolves among them),
-// partitions added under a consumer, and MESSAGE_TOO_LARGE.
+// partitions added under a consumer, and MESSAGE_TOO_LARGE; then, in a
+// second run, franzGoShareSubset.
 const franzGoSubset = "^(TestGroupETL|TestGroupSimple|TestTxnEtl|TestConsumeRegex|Test848RegexBrokerResolves|TestAddRemovePartitions|TestClient_ProduceLargeMessages|TestIssue325)$"
+
+// franzGoShareSubset are the KIP-932 share group tests: the share-group
+// ETL (two chained groups, releases, rejects, short-lived members,
+// rebalances), acks sent on close, the share group offsets admin APIs, the
+// simple share group test, and a regex share subscription. They run after
+// franzGoSubset, not beside it: Test848RegexBrokerResolves stops once it
+// has seen records from as many topics as it wants, counting
+// __consumer_offsets, which the broker assigns it too — the more groups
+// write there while it runs (share groups do), the likelier it stops
+// before its second topic.
+const franzGoShareSubset = "^(TestShareGroupETL|TestShareGroupAckOnClose|TestShareGroupOffsetsAdmin|TestShareGroup|TestConsumeRegexShareSkipsInternal)$"
 
 // franzGoKIP848 are the sub-tests that run only when the broker serves
 // ConsumerGroupHeartbeat: they must pass, not skip.
 var franzGoKIP848 = []string{"TestGroupETL/range/848", "TestGroupETL/sticky/848", "TestGroupETL/sticky/848/static", "TestGroupSimple/848"}
+
+// franzGoShare are the share group (KIP-932) tests, which run only when
+// the broker serves ShareFetch and ShareAcknowledge v2: they must pass,
+// not skip.
+var franzGoShare = []string{"TestShareGroupETL", "TestShareGroupAckOnClose", "TestShareGroupOffsetsAdmin", "TestShareGroup", "TestConsumeRegexShareSkipsInternal"}
 
 // TestFranzGosOwnIntegrationTestsPassAgainstTheCluster runs franzGoSubset
 // from the module cache (the franz-go this module requires), copied to a
@@ -54,32 +71,64 @@ func TestFranzGosOwnIntegrationTestsPassAgainstTheCluster(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, goBin, "test", "-count=1", "-v", "-run", franzGoSubset, "./")
-	cmd.Dir = filepath.Join(dir, "pkg", "kgo")
-	cmd.Env = append(os.Environ(),
-		"KGO_SEEDS="+strings.Join(c.addrs(), ","), "KGO_TEST_RF=3", "KGO_TEST_RECORDS=2000",
-		"GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
-	got, err := cmd.CombinedOutput()
-	report := string(got)
-	passed := regexp.MustCompile(`(?m)^--- PASS: (\w+)`).FindAllStringSubmatch(report, -1)
-	failed := regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`).FindAllStringSubmatch(report, -1)
-	if err != nil || len(failed) > 0 {
-		tail := report
-		if len(tail) > 8000 {
-			tail = tail[len(tail)-8000:]
+	var report string
+	// Test848RegexBrokerResolves is franz-go's own flake: it stops polling
+	// once it has seen records from as many topics as it wants, counting
+	// __consumer_offsets (the broker assigns it that topic as well, as
+	// Kafka does), so when that topic's records come first it misses one
+	// of its own. Failing alone with that message, it runs again, at most
+	// twice.
+	const flaky = "Test848RegexBrokerResolves"
+	runs, retries := []string{franzGoSubset, franzGoShareSubset}, 0
+	for len(runs) > 0 {
+		subset := runs[0]
+		runs = runs[1:]
+		cmd := exec.CommandContext(ctx, goBin, "test", "-count=1", "-v", "-run", subset, "./")
+		cmd.Dir = filepath.Join(dir, "pkg", "kgo")
+		cmd.Env = append(os.Environ(),
+			"KGO_SEEDS="+strings.Join(c.addrs(), ","), "KGO_TEST_RF=3", "KGO_TEST_RECORDS=2000",
+			"GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+		got, err := cmd.CombinedOutput()
+		report += string(got)
+		if path := os.Getenv("KAFKASIM_FRANZGO_REPORT"); path != "" {
+			_ = os.WriteFile(path, []byte(report), 0o644) // the whole -v output, for a failure the tail below cuts off
 		}
-		t.Fatalf("franz-go's tests failed (%v): %d failures\n%s", err, len(failed), tail)
+		failed := regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`).FindAllStringSubmatch(string(got), -1)
+		if len(failed) == 1 && failed[0][1] == flaky && retries < 2 &&
+			regexp.MustCompile(`consumer_test.go:\d+: did not consume from `).MatchString(string(got)) {
+			retries++
+			t.Logf("%s missed a topic (franz-go's flake, see above): running it again", flaky)
+			runs = append(runs, "^"+flaky+"$")
+			continue
+		}
+		if err != nil || len(failed) > 0 {
+			tail := string(got)
+			if len(tail) > 8000 {
+				tail = tail[len(tail)-8000:]
+			}
+			var which []string
+			for _, m := range failed {
+				which = append(which, m[1])
+			}
+			t.Fatalf("franz-go's tests failed (%v): %d failures: %v\n%s", err, len(failed), which, tail)
+		}
 	}
+	passed := regexp.MustCompile(`(?m)^--- PASS: (\w+)`).FindAllStringSubmatch(report, -1)
 	var names []string
 	for _, m := range passed {
 		names = append(names, m[1])
 	}
-	if len(names) != 8 {
-		t.Fatalf("expected the 8 tests of %s to pass, passed: %v\n%s", franzGoSubset, names, report)
+	if len(names) != 13 {
+		t.Fatalf("expected the 13 tests of %s and %s to pass, passed: %v\n%s", franzGoSubset, franzGoShareSubset, names, report)
 	}
 	for _, sub := range franzGoKIP848 {
 		if !regexp.MustCompile(`(?m)^\s*--- PASS: ` + regexp.QuoteMeta(sub) + ` `).MatchString(report) {
 			t.Fatalf("KIP-848 sub-test %s did not pass (skipped?)\n%s", sub, report)
+		}
+	}
+	for _, name := range franzGoShare {
+		if !regexp.MustCompile(`(?m)^--- PASS: ` + regexp.QuoteMeta(name) + ` `).MatchString(report) {
+			t.Fatalf("share group test %s did not pass (skipped?)\n%s", name, report)
 		}
 	}
 	t.Logf("franz-go's own tests passed: %v", names)
