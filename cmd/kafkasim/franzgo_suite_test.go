@@ -18,20 +18,24 @@ import (
 // static members, and KIP-848's server-side range and uniform assignors
 // with and without static members: TestGroupETL's /848 sub-tests, and
 // TestGroupSimple's), transactional consume-transform-produce, regex
-// subscriptions (a KIP-848 regex the broker resolves among them),
-// partitions added under a consumer, and MESSAGE_TOO_LARGE; then, in a
-// second run, franzGoShareSubset.
-const franzGoSubset = "^(TestGroupETL|TestGroupSimple|TestTxnEtl|TestConsumeRegex|Test848RegexBrokerResolves|TestAddRemovePartitions|TestClient_ProduceLargeMessages|TestIssue325)$"
+// subscriptions, partitions added under a consumer, and
+// MESSAGE_TOO_LARGE; then, in a second run, franzGoShareSubset.
+//
+// Test848RegexBrokerResolves (a KIP-848 regex the broker resolves) is left
+// to the README's full run: it stops polling once it has seen records from
+// as many topics as it wants, counting __consumer_offsets, which the
+// broker assigns it too (as Kafka does: the regex names that topic), so it
+// fails whenever that topic's records come before its second own topic's
+// — a race in franz-go's test, not the broker's, and a flaky test has no
+// place in go test. The broker's own story
+// TestARegexSubscriptionMatchesWholeTopicNames covers broker-side regexes.
+const franzGoSubset = "^(TestGroupETL|TestGroupSimple|TestTxnEtl|TestConsumeRegex|TestAddRemovePartitions|TestClient_ProduceLargeMessages|TestIssue325)$"
 
 // franzGoShareSubset are the KIP-932 share group tests: the share-group
 // ETL (two chained groups, releases, rejects, short-lived members,
 // rebalances), acks sent on close, the share group offsets admin APIs, the
 // simple share group test, and a regex share subscription. They run after
-// franzGoSubset, not beside it: Test848RegexBrokerResolves stops once it
-// has seen records from as many topics as it wants, counting
-// __consumer_offsets, which the broker assigns it too — the more groups
-// write there while it runs (share groups do), the likelier it stops
-// before its second topic.
+// franzGoSubset, in a second run.
 const franzGoShareSubset = "^(TestShareGroupETL|TestShareGroupAckOnClose|TestShareGroupOffsetsAdmin|TestShareGroup|TestConsumeRegexShareSkipsInternal)$"
 
 // franzGoKIP848 are the sub-tests that run only when the broker serves
@@ -72,17 +76,7 @@ func TestFranzGosOwnIntegrationTestsPassAgainstTheCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var report string
-	// Test848RegexBrokerResolves is franz-go's own flake: it stops polling
-	// once it has seen records from as many topics as it wants, counting
-	// __consumer_offsets (the broker assigns it that topic as well, as
-	// Kafka does), so when that topic's records come first it misses one
-	// of its own. Failing alone with that message, it runs again, at most
-	// twice.
-	const flaky = "Test848RegexBrokerResolves"
-	runs, retries := []string{franzGoSubset, franzGoShareSubset}, 0
-	for len(runs) > 0 {
-		subset := runs[0]
-		runs = runs[1:]
+	for _, subset := range []string{franzGoSubset, franzGoShareSubset} {
 		cmd := exec.CommandContext(ctx, goBin, "test", "-count=1", "-v", "-run", subset, "./")
 		cmd.Dir = filepath.Join(dir, "pkg", "kgo")
 		cmd.Env = append(os.Environ(),
@@ -94,13 +88,6 @@ func TestFranzGosOwnIntegrationTestsPassAgainstTheCluster(t *testing.T) {
 			_ = os.WriteFile(path, []byte(report), 0o644) // the whole -v output, for a failure the tail below cuts off
 		}
 		failed := regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`).FindAllStringSubmatch(string(got), -1)
-		if len(failed) == 1 && failed[0][1] == flaky && retries < 2 &&
-			regexp.MustCompile(`consumer_test.go:\d+: did not consume from `).MatchString(string(got)) {
-			retries++
-			t.Logf("%s missed a topic (franz-go's flake, see above): running it again", flaky)
-			runs = append(runs, "^"+flaky+"$")
-			continue
-		}
 		if err != nil || len(failed) > 0 {
 			tail := string(got)
 			if len(tail) > 8000 {
@@ -118,8 +105,8 @@ func TestFranzGosOwnIntegrationTestsPassAgainstTheCluster(t *testing.T) {
 	for _, m := range passed {
 		names = append(names, m[1])
 	}
-	if len(names) != 13 {
-		t.Fatalf("expected the 13 tests of %s and %s to pass, passed: %v\n%s", franzGoSubset, franzGoShareSubset, names, report)
+	if len(names) != 12 {
+		t.Fatalf("expected the 12 tests of %s and %s to pass, passed: %v\n%s", franzGoSubset, franzGoShareSubset, names, report)
 	}
 	for _, sub := range franzGoKIP848 {
 		if !regexp.MustCompile(`(?m)^\s*--- PASS: ` + regexp.QuoteMeta(sub) + ` `).MatchString(report) {
