@@ -66,19 +66,27 @@ func encodeCurrentAssignmentKey(group, member string) []byte {
 // decodeConsumerKey reads a consumer group record's key: its version, the
 // group and, for member records, the member.
 func decodeConsumerKey(b []byte) (version uint16, group, member string, ok bool) {
+	return decodeModernGroupKey(b, consumerGroupMetadataKeyVersion, currentMemberAssignmentKeyVersion, func(v uint16) bool {
+		return v == memberMetadataKeyVersion || v == targetMemberKeyVersion || v == currentMemberAssignmentKeyVersion
+	})
+}
+
+// decodeModernGroupKey reads a group record's key of a version in [lo, hi]: the
+// group and, when hasMember says the version is a member record's, the
+// member. Consumer (KIP-848) and share (KIP-932) group keys share it.
+func decodeModernGroupKey(b []byte, lo, hi uint16, hasMember func(uint16) bool) (version uint16, group, member string, ok bool) {
 	if len(b) < 2 {
 		return 0, "", "", false
 	}
 	version = binary.BigEndian.Uint16(b)
-	if version < consumerGroupMetadataKeyVersion || version > currentMemberAssignmentKeyVersion {
+	if version < lo || version > hi {
 		return 0, "", "", false
 	}
 	group, b, ok = readString(b[2:])
 	if !ok {
 		return 0, "", "", false
 	}
-	switch version {
-	case memberMetadataKeyVersion, targetMemberKeyVersion, currentMemberAssignmentKeyVersion:
+	if hasMember(version) {
 		member, b, ok = readString(b)
 	}
 	return version, group, member, ok && len(b) == 0

@@ -52,22 +52,9 @@ func encodeShareStatePartitionMetadataKey(group string) []byte {
 
 // decodeShareKey reads a share group record's key.
 func decodeShareKey(b []byte) (version uint16, group, member string, ok bool) {
-	if len(b) < 2 {
-		return 0, "", "", false
-	}
-	version = binary.BigEndian.Uint16(b)
-	if version < shareMemberMetadataKeyVersion || version > shareStatePartitionMetadataKeyVersion {
-		return 0, "", "", false
-	}
-	group, b, ok = readString(b[2:])
-	if !ok {
-		return 0, "", "", false
-	}
-	switch version {
-	case shareMemberMetadataKeyVersion, shareTargetMemberKeyVersion, shareCurrentMemberAssignmentKeyVersion:
-		member, b, ok = readString(b)
-	}
-	return version, group, member, ok && len(b) == 0
+	return decodeModernGroupKey(b, shareMemberMetadataKeyVersion, shareStatePartitionMetadataKeyVersion, func(v uint16) bool {
+		return v == shareMemberMetadataKeyVersion || v == shareTargetMemberKeyVersion || v == shareCurrentMemberAssignmentKeyVersion
+	})
 }
 
 func encodeShareGroupValue(epoch int32) []byte {
