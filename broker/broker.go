@@ -277,7 +277,7 @@ func (b *Broker) sortedPartitions() []*partition {
 
 // peer returns the client for another broker, made on first use.
 func (b *Broker) peer(id int32) (*rpc.Client, bool) {
-	return b.peerClient(b.peers, id, fmt.Sprintf("broker-%d", b.opts.ID))
+	return b.peerClient(b.peers, id, "")
 }
 
 // haltOnStorageError stops the broker after its disk failed it (a failed

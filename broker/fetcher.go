@@ -189,7 +189,8 @@ func (f *fetcher) sendFetch(states []*fetchState) {
 	req.MinBytes = 1
 	req.MaxBytes = 10 << 20
 	req.Topics = make([]kmsg.FetchRequestTopic, 0, len(states))
-	for _, s := range states {
+	parts := make([]kmsg.FetchRequestTopicPartition, len(states)) // one partition a topic, one array for all
+	for i, s := range states {
 		rt := kmsg.NewFetchRequestTopic()
 		rt.Topic, rt.TopicID = s.p.tp.Topic, s.p.topicID // by id from v13
 		rp := kmsg.NewFetchRequestTopicPartition()
@@ -202,7 +203,8 @@ func (f *fetcher) sendFetch(states []*fetchState) {
 			rp.CurrentLeaderEpoch = s.epoch
 			rp.LastFetchedEpoch = s.p.log.LatestEpoch()
 		}
-		rt.Partitions = []kmsg.FetchRequestTopicPartition{rp}
+		parts[i] = rp
+		rt.Partitions = parts[i : i+1 : i+1]
 		req.Topics = append(req.Topics, rt)
 	}
 	f.inflight = true

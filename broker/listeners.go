@@ -2,6 +2,7 @@ package broker
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/kafkasim/kafkasim/broker/metadata"
 	"github.com/kafkasim/kafkasim/broker/rpc"
@@ -79,8 +80,8 @@ func (b *Broker) endpoints() []kmsg.BrokerRegistrationRequestListener {
 // peerClient returns the client in clients for broker id on the
 // inter-broker listener, made on first use and remade when the broker's
 // address there changes; false if the broker is not live or registered no
-// such listener.
-func (b *Broker) peerClient(clients map[int32]*rpc.Client, id int32, clientID string) (*rpc.Client, bool) {
+// such listener. The client's id is "broker-<this broker's id><suffix>".
+func (b *Broker) peerClient(clients map[int32]*rpc.Client, id int32, suffix string) (*rpc.Client, bool) {
 	br, ok := b.image.Broker(id)
 	if !ok {
 		return nil, false
@@ -94,6 +95,7 @@ func (b *Broker) peerClient(clients map[int32]*rpc.Client, id int32, clientID st
 		if c != nil {
 			c.Close()
 		}
+		clientID := "broker-" + strconv.Itoa(int(b.opts.ID)) + suffix
 		c = rpc.NewClient(b.rt, addr, rpc.ClientOptions{ClientID: clientID, Speaks: Versions})
 		clients[id] = c
 	}

@@ -40,7 +40,7 @@ func (c *groupCoordinator) shareStateCall(leader int32, req kmsg.Request, done f
 	if c.sharePeers == nil {
 		c.sharePeers = map[int32]*rpc.Client{}
 	}
-	peer, ok := b.peerClient(c.sharePeers, leader, fmt.Sprintf("broker-%d-share", b.opts.ID))
+	peer, ok := b.peerClient(c.sharePeers, leader, "-share")
 	if !ok {
 		done(nil)
 		return

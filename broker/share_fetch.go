@@ -706,19 +706,19 @@ func (m *shareManager) handleShareAcknowledge(r *rpc.Request, req *kmsg.ShareAck
 // checkInvariants asserts every live share partition's invariants, and
 // that it starts no later than its partition's high watermark allows.
 func (m *shareManager) checkInvariants() {
-	for _, k := range slices.SortedFunc(maps.Keys(m.partitions), compareShareKeys) {
-		sp := m.partitions[k]
+	checkEach(m.partitions, compareShareKeys, func(k shareKey, sp *sharePartition) string {
 		if !m.live(sp) {
-			continue
+			return ""
 		}
-		if msg := sp.st.violation(k.String()); msg != "" {
-			panic(msg)
+		if msg := sp.st.violation(&sp.key); msg != "" {
+			return msg
 		}
 		if end := sp.st.endOffset(); len(sp.st.records) > 0 && end > sp.p.log.LogEndOffset() {
-			panic(invariantf("share partition %s: end offset %d past the log end %d", k, end, sp.p.log.LogEndOffset()))
+			return invariantf("share partition %s: end offset %d past the log end %d", k, end, sp.p.log.LogEndOffset())
 		}
 		if len(sp.timers) != len(sp.st.acquired) {
-			panic(invariantf("share partition %s: %d acquisitions, %d lock timers", k, len(sp.st.acquired), len(sp.timers)))
+			return invariantf("share partition %s: %d acquisitions, %d lock timers", k, len(sp.st.acquired), len(sp.timers))
 		}
-	}
+		return ""
+	})
 }

@@ -2,8 +2,6 @@ package broker
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 )
 
 // A share partition is one share group's view of one topic partition
@@ -406,7 +404,7 @@ func (s *sharePartitionState) deliveryComplete() int {
 // acquired by one member at a time); delivery counts within the limit,
 // and at least one for an Acquired record; no more in flight than the
 // limit allows.
-func (s *sharePartitionState) violation(name string) string {
+func (s *sharePartitionState) violation(name fmt.Stringer) string {
 	if len(s.records) > s.maxInFlight {
 		return invariantf("share partition %s: %d records in flight > %d", name, len(s.records), s.maxInFlight)
 	}
@@ -431,11 +429,12 @@ func (s *sharePartitionState) violation(name string) string {
 			return invariantf("share partition %s: offset %d is %v but held by acquisition %d", name, off, r.state, r.acquisition)
 		}
 	}
-	for _, id := range slices.Sorted(maps.Keys(s.acquired)) {
-		a := s.acquired[id]
-		if held[id] != a.records || a.records == 0 {
-			return invariantf("share partition %s: acquisition %d of member %s counts %d records, holds %d", name, id, a.member, a.records, held[id])
+	var first uint64
+	broken := ""
+	for id, a := range s.acquired { // unsorted while it holds; the lowest broken id is reported
+		if (held[id] != a.records || a.records == 0) && (broken == "" || id < first) {
+			first, broken = id, invariantf("share partition %s: acquisition %d of member %s counts %d records, holds %d", name, id, a.member, a.records, held[id])
 		}
 	}
-	return ""
+	return broken
 }

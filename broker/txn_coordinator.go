@@ -90,7 +90,7 @@ func newTxnCoordinator(b *Broker) *txnCoordinator {
 
 // peer returns the client in clients for broker id, made on first use.
 func (tc *txnCoordinator) peer(clients map[int32]*rpc.Client, id int32) (*rpc.Client, bool) {
-	return tc.b.peerClient(clients, id, fmt.Sprintf("broker-%d-txn", tc.b.opts.ID))
+	return tc.b.peerClient(clients, id, "-txn")
 }
 
 func (tc *txnCoordinator) partitionFor(id string) metadata.TopicPartition {

@@ -112,7 +112,8 @@ func (c *Conn[Q, R]) Shut() bool { return c.shut }
 func (c *Conn[Q, R]) Waiting() int { return len(c.waiting) }
 
 // Inflight is the calls sent and not yet answered, in send order. The
-// slice is the Conn's: read it, and end calls only with End.
+// slice is the Conn's: read it, end calls only with End, and after an End
+// read Inflight again (End shifts the calls after it down in place).
 func (c *Conn[Q, R]) Inflight() []*Call[Q, R] { return c.inflight }
 
 // Enqueue queues q; done gets its response or error once. timeout (0:
@@ -184,8 +185,9 @@ func (c *Conn[Q, R]) MarkReady() {
 func (c *Conn[Q, R]) flush() {
 	for len(c.waiting) > 0 && c.state == ready {
 		k := c.waiting[0]
-		c.waiting[0] = nil
-		c.waiting = c.waiting[1:]
+		n := copy(c.waiting, c.waiting[1:]) // shift down, so the array is reused
+		c.waiting[n] = nil
+		c.waiting = c.waiting[:n]
 		answered, err := c.proto.Send(c.conn, k.Req)
 		switch {
 		case err != nil:
@@ -202,7 +204,9 @@ func (c *Conn[Q, R]) flush() {
 // (an answer the protocol could not read).
 func (c *Conn[Q, R]) End(i int, resp R, err error) {
 	k := c.inflight[i]
-	c.inflight = append(c.inflight[:i:i], c.inflight[i+1:]...)
+	n := i + copy(c.inflight[i:], c.inflight[i+1:]) // in place: callers end at most one call per pass over Inflight
+	c.inflight[n] = nil
+	c.inflight = c.inflight[:n]
 	k.finished = true
 	c.stopTimer(k)
 	k.done(resp, err)

@@ -68,6 +68,7 @@ type Client struct {
 	versions wire.Versions // the server's, from ApiVersions
 	corr     int32
 	sizes    wire.SizeHints
+	format   *kmsg.RequestFormatter // carries opts.ClientID
 }
 
 type call struct {
@@ -84,7 +85,7 @@ func NewClient(r *Router, addr string, opts ClientOptions) *Client {
 	if opts.ReconnectBackoffMax == 0 {
 		opts.ReconnectBackoffMax = time.Second
 	}
-	c := &Client{router: r, e: r.e, addr: addr, opts: opts}
+	c := &Client{router: r, e: r.e, addr: addr, opts: opts, format: wire.Formatter(opts.ClientID)}
 	c.conn = inflight.New[*call, kmsg.Response](r.e, addr, protocol{c}, inflight.Options{
 		ReconnectBackoff:    opts.ReconnectBackoff,
 		ReconnectBackoffMax: opts.ReconnectBackoffMax,
@@ -157,7 +158,7 @@ func (p protocol) Handshake(conn env.ConnID) bool {
 	c.corr++
 	k := &call{req: req, corr: c.corr}
 	c.conn.Push(k, c.wrap(req, c.negotiated))
-	c.e.Send(conn, wire.AppendRequest(nil, req, c.corr, c.opts.ClientID))
+	c.e.Send(conn, wire.AppendRequestWith(nil, c.format, req, c.corr))
 	return false
 }
 
@@ -191,7 +192,7 @@ func (p protocol) Send(conn env.ConnID, k *call) (answered bool, err error) {
 	c.corr++
 	k.corr = c.corr
 	key := k.req.Key()
-	c.e.Send(conn, c.sizes.Saw(key, wire.AppendRequest(c.sizes.Buffer(key), k.req, k.corr, c.opts.ClientID)))
+	c.e.Send(conn, c.sizes.Saw(key, wire.AppendRequestWith(c.sizes.Buffer(key), c.format, k.req, k.corr)))
 	return !k.noAnswer, nil
 }
 

@@ -32,6 +32,7 @@ type serverConn struct {
 	queue    []*Request // head is being served
 	closed   bool
 	serving  bool
+	clientID *string // the last request's, reused while it stays the same
 }
 
 // Request is one inbound request being served.
@@ -63,7 +64,8 @@ func (s *Server) received(c env.ConnID, frame []byte) {
 	if sc == nil || sc.closed {
 		return
 	}
-	h, body, err := wire.ParseRequest(frame, s.versions)
+	h, body, err := wire.ParseRequestReusing(frame, s.versions, sc.clientID)
+	sc.clientID = h.ClientID
 	var unsupported *wire.UnsupportedError
 	switch {
 	case errors.As(err, &unsupported) && h.Key == 18:

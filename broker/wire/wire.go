@@ -36,6 +36,14 @@ func (e *UnsupportedError) Error() string {
 // versions does not allow return an *UnsupportedError with the header; a
 // frame that does not parse returns an error wrapping ErrMalformed.
 func ParseRequest(frame []byte, versions Versions) (RequestHeader, kmsg.Request, error) {
+	return ParseRequestReusing(frame, versions, nil)
+}
+
+// ParseRequestReusing is ParseRequest that sets the header's ClientID to
+// clientID, not a new copy, when the frame's client id equals *clientID: a
+// connection's requests carry one client id, so a server parsing them keeps
+// the last one and allocates nothing for it.
+func ParseRequestReusing(frame []byte, versions Versions, clientID *string) (RequestHeader, kmsg.Request, error) {
 	var h RequestHeader
 	if len(frame) < 8 {
 		return h, nil, fmt.Errorf("%w: %d-byte request header", ErrMalformed, len(frame))
@@ -44,7 +52,7 @@ func ParseRequest(frame []byte, versions Versions) (RequestHeader, kmsg.Request,
 	h.Version = int16(binary.BigEndian.Uint16(frame[2:]))
 	h.CorrelationID = int32(binary.BigEndian.Uint32(frame[4:]))
 	b := frame[8:]
-	clientID, b, err := readNullableString(b)
+	clientID, b, err := readNullableString(b, clientID)
 	if err != nil {
 		return h, nil, fmt.Errorf("%w: client id: %v", ErrMalformed, err)
 	}
@@ -83,12 +91,22 @@ func AppendResponse(dst []byte, h RequestHeader, resp kmsg.Response) []byte {
 
 var formatter = kmsg.NewRequestFormatter()
 
+// Formatter is the request formatter for clientID ("": none), for
+// AppendRequestWith: a client builds its one once.
+func Formatter(clientID string) *kmsg.RequestFormatter {
+	if clientID == "" {
+		return formatter
+	}
+	return kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID))
+}
+
 // AppendRequest encodes a request frame with its header.
 func AppendRequest(dst []byte, req kmsg.Request, correlationID int32, clientID string) []byte {
-	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID(clientID))
-	if clientID == "" {
-		f = formatter
-	}
+	return AppendRequestWith(dst, Formatter(clientID), req, correlationID)
+}
+
+// AppendRequestWith is AppendRequest with the client's formatter.
+func AppendRequestWith(dst []byte, f *kmsg.RequestFormatter, req kmsg.Request, correlationID int32) []byte {
 	// Encode in place after dst, then drop the 4-byte size prefix (env
 	// frames carry their length) by shifting the body down over it.
 	start := len(dst)
@@ -125,7 +143,9 @@ func ParseResponse(frame []byte, req kmsg.Request) (kmsg.Response, error) {
 	return resp, nil
 }
 
-func readNullableString(b []byte) (*string, []byte, error) {
+// readNullableString reads a nullable string; one equal to *same is
+// answered with same.
+func readNullableString(b []byte, same *string) (*string, []byte, error) {
 	if len(b) < 2 {
 		return nil, b, errors.New("short length")
 	}
@@ -136,6 +156,9 @@ func readNullableString(b []byte) (*string, []byte, error) {
 	}
 	if int(n) > len(b) {
 		return nil, b, fmt.Errorf("length %d past end (%d left)", n, len(b))
+	}
+	if same != nil && *same == string(b[:n]) { // compared without a copy
+		return same, b[n:], nil
 	}
 	s := string(b[:n])
 	return &s, b[n:], nil
