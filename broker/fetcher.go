@@ -71,7 +71,8 @@ func (f *fetcher) kick() {
 		return
 	}
 	now := f.b.e.Now()
-	var truncate, fetch []*fetchState
+	var truncate []*fetchState
+	fetch := make([]*fetchState, 0, len(f.order))
 	var wake env.Time
 	if len(f.order) != len(f.parts) {
 		panic(invariantf("fetcher from %d: %d partitions in order, %d fetched", f.leader, len(f.order), len(f.parts)))

@@ -23,7 +23,8 @@ type partition struct {
 	// waiters are delayed produces, fetches and coordinator appends parked
 	// on this partition; they are woken when the core says the high
 	// watermark or the role moved (replica.Wake) and when the log grows.
-	waiters []waiter
+	waiters      []waiter
+	spareWaiters []waiter // wakeWaiters' second array
 }
 
 // waiter is a parked request; wake reports whether it completed and can be
@@ -225,13 +226,18 @@ func (p *partition) wakeWaiters() {
 	if len(p.waiters) == 0 {
 		return
 	}
+	// ws is iterated while wake may park new waiters (or wake this
+	// partition again): the kept ones go to the spare array, which is nil
+	// until the pass ends and ws, cleared, becomes the spare.
 	ws := p.waiters
-	p.waiters = nil
+	p.waiters, p.spareWaiters = p.spareWaiters[:0], nil
 	for _, w := range ws {
 		if !w.wake() {
 			p.waiters = append(p.waiters, w)
 		}
 	}
+	clear(ws)
+	p.spareWaiters = ws[:0]
 }
 
 // lastStableOffset is the LSO for read_committed consumers.

@@ -8,7 +8,6 @@
 package metadata
 
 import (
-	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
@@ -24,7 +23,7 @@ type TopicPartition struct {
 	Partition int32  `json:"partition"`
 }
 
-func (tp TopicPartition) String() string { return fmt.Sprintf("%s/%d", tp.Topic, tp.Partition) }
+func (tp TopicPartition) String() string { return tp.Topic + "/" + strconv.Itoa(int(tp.Partition)) }
 
 // Compare orders partitions by topic, then number.
 func (tp TopicPartition) Compare(o TopicPartition) int {

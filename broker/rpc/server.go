@@ -66,6 +66,22 @@ func (s *Server) received(c env.ConnID, frame []byte) {
 	}
 	h, body, err := wire.ParseRequestReusing(frame, s.versions, sc.clientID)
 	sc.clientID = h.ClientID
+	if err != nil {
+		s.refuse(sc, c, h, err)
+		return
+	}
+	if len(sc.queue) >= s.RequestsMax {
+		s.e.Log("too-many-requests", "peer", sc.peer, "queued", len(sc.queue))
+		s.drop(sc)
+		return
+	}
+	sc.queue = append(sc.queue, &Request{Conn: c, Peer: sc.peer, Listener: sc.listener, Header: h, Body: body, srv: s, sc: sc})
+	s.next(sc)
+}
+
+// refuse answers a request that did not parse, or asks for what this
+// process does not serve.
+func (s *Server) refuse(sc *serverConn, c env.ConnID, h wire.RequestHeader, err error) {
 	var unsupported *wire.UnsupportedError
 	switch {
 	case errors.As(err, &unsupported) && h.Key == 18:
@@ -87,18 +103,10 @@ func (s *Server) received(c env.ConnID, frame []byte) {
 		s.e.Log("unsupported-api", "peer", sc.peer, "key", h.Key, "version", h.Version)
 		s.drop(sc)
 		return
-	case err != nil:
+	default:
 		s.e.Log("bad-request", "peer", sc.peer, "error", err.Error())
 		s.drop(sc)
-		return
 	}
-	if len(sc.queue) >= s.RequestsMax {
-		s.e.Log("too-many-requests", "peer", sc.peer, "queued", len(sc.queue))
-		s.drop(sc)
-		return
-	}
-	sc.queue = append(sc.queue, &Request{Conn: c, Peer: sc.peer, Listener: sc.listener, Header: h, Body: body, srv: s, sc: sc})
-	s.next(sc)
 }
 
 // next serves the head of the connection's queue if nothing is being served.
@@ -156,9 +164,10 @@ func (r *Request) finish(send func()) {
 		return
 	}
 	send()
-	if len(r.sc.queue) > 0 && r.sc.queue[0] == r {
-		r.sc.queue[0] = nil
-		r.sc.queue = r.sc.queue[1:]
+	if q := r.sc.queue; len(q) > 0 && q[0] == r {
+		n := copy(q, q[1:]) // shift down, so the array is reused
+		q[n] = nil
+		r.sc.queue = q[:n]
 	}
 	r.sc.serving = false
 	r.srv.next(r.sc)
