@@ -63,3 +63,23 @@ func WriteFileAtomic(d Disk, name string, data []byte) error {
 	}
 	return d.Rename(tmp, name)
 }
+
+// Viewer is a Disk that can lend a file's bytes without copying them.
+// ViewFile counts and fails like ReadFile; fn must only read data, must
+// not keep it, and must not write to the disk before it returns.
+type Viewer interface {
+	ViewFile(name string, fn func(data []byte) error) error
+}
+
+// ViewFile calls fn with the whole file: lent by a Viewer, else read with
+// ReadFile. A read that fails returns its error without calling fn.
+func ViewFile(d Disk, name string, fn func(data []byte) error) error {
+	if v, ok := d.(Viewer); ok {
+		return v.ViewFile(name, fn)
+	}
+	data, err := d.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	return fn(data)
+}

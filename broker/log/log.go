@@ -264,20 +264,61 @@ func Open(d env.Disk, cfg Config) (*Log, error) {
 // recoverSegment scans one segment file and cuts it at the first batch that
 // fails a check. cut reports whether it did.
 func (l *Log) recoverSegment(base int64) (*segment, bool, error) {
-	data, err := l.disk.ReadFile(logName(l.dir, base))
+	var (
+		side     []byte
+		sideErr  error
+		seg      = newSegment(l.dir, base)
+		expected = base
+		pos      = 0
+		size     = 0
+		reason   = ""
+	)
+	// The segment is lent, not copied (env.ViewFile): the scan keeps only
+	// batch entries, never the bytes.
+	err := env.ViewFile(l.disk, logName(l.dir, base), func(data []byte) error {
+		size = len(data)
+		if side, sideErr = l.disk.ReadFile(hdrName(l.dir, base)); sideErr != nil && !isNotExist(sideErr) {
+			return nil
+		}
+		seg.batches = make([]batchEntry, 0, len(side)/hdrEntrySize) // a synced batch has a header entry: most of them
+		seg.dirty, seg.txnDirty = len(data) > 0, true
+		pos, expected, reason = l.verifyBatches(seg, data, side)
+		return nil
+	})
 	if err != nil {
 		return nil, false, l.storageErr("recovery read of segment "+strconv.FormatInt(base, 10), err)
 	}
-	side, err := l.disk.ReadFile(hdrName(l.dir, base))
-	if err != nil && !isNotExist(err) {
-		return nil, false, l.storageErr("recovery read of header checksums", err)
+	if sideErr != nil && !isNotExist(sideErr) {
+		return nil, false, l.storageErr("recovery read of header checksums", sideErr)
 	}
-	seg := newSegment(l.dir, base)
-	seg.batches = make([]batchEntry, 0, len(side)/hdrEntrySize) // a synced batch has a header entry: most of them
-	seg.dirty, seg.txnDirty = len(data) > 0, true
-	expected := base
-	pos := 0
-	reason := ""
+	seg.size = int64(pos)
+	cut := pos < size
+	sideWant := int64(len(seg.batches) * hdrEntrySize)
+	if cut {
+		l.recovery.TruncatedAt = expected
+		l.recovery.BytesTruncated += int64(size - pos)
+		l.recovery.Reason = fmt.Sprintf("segment %d at byte %d: %s", base, pos, reason)
+		if err := l.cutFile(logName(l.dir, base), seg.size); err != nil {
+			return nil, false, err
+		}
+	}
+	if int64(len(side)) != sideWant {
+		if len(side) == 0 && sideWant == 0 {
+			return seg, cut, nil
+		}
+		if err := l.cutFile(hdrName(l.dir, base), sideWant); err != nil {
+			return nil, false, err
+		}
+	}
+	return seg, cut, nil
+}
+
+// verifyBatches appends to seg an entry for each batch of data, from the
+// start, that passes every check, and returns where the first that fails
+// begins (len(data) if none), the offset it should have started at, and
+// why it failed.
+func (l *Log) verifyBatches(seg *segment, data, side []byte) (pos int, expected int64, reason string) {
+	expected = seg.base
 	for pos < len(data) {
 		b, _, err := record.Next(data[pos:])
 		switch {
@@ -303,32 +344,13 @@ func (l *Log) recoverSegment(base int64) (*segment, bool, error) {
 			}
 		}
 		if reason != "" {
-			break
+			return pos, expected, reason
 		}
 		seg.batches = append(seg.batches, newEntry(b, int64(pos)))
 		pos += b.Size()
 		expected = b.NextOffset()
 	}
-	seg.size = int64(pos)
-	cut := pos < len(data)
-	sideWant := int64(len(seg.batches) * hdrEntrySize)
-	if cut {
-		l.recovery.TruncatedAt = expected
-		l.recovery.BytesTruncated += int64(len(data) - pos)
-		l.recovery.Reason = fmt.Sprintf("segment %d at byte %d: %s", base, pos, reason)
-		if err := l.cutFile(logName(l.dir, base), seg.size); err != nil {
-			return nil, false, err
-		}
-	}
-	if int64(len(side)) != sideWant {
-		if len(side) == 0 && sideWant == 0 {
-			return seg, cut, nil
-		}
-		if err := l.cutFile(hdrName(l.dir, base), sideWant); err != nil {
-			return nil, false, err
-		}
-	}
-	return seg, cut, nil
+	return pos, expected, ""
 }
 
 // cutFile truncates a file and makes the truncation durable.

@@ -210,6 +210,20 @@ func (d *Disk) ReadFile(name string) ([]byte, error) {
 	return append([]byte(nil), f.data...), nil
 }
 
+// ViewFile implements env.Viewer: ReadFile without the copy, for a
+// recovery scan that reads a whole segment once.
+func (d *Disk) ViewFile(name string, fn func(data []byte) error) error {
+	f, err := d.get(name)
+	if err != nil {
+		return err
+	}
+	d.Reads++
+	if len(d.readFailures) > 0 && d.readFault(name) {
+		return fmt.Errorf("read %s: %w", name, env.ErrIO)
+	}
+	return fn(f.data[:len(f.data):len(f.data)])
+}
+
 // WriteAt implements env.Disk.
 func (d *Disk) WriteAt(name string, p []byte, off int64) error {
 	if off < 0 {
