@@ -103,8 +103,88 @@ const (
 // Failure "panic"; an error is for the harness itself (bad input, a cluster
 // that never bootstrapped).
 func Run(s Scenario, o RunOptions) (*Result, error) {
-	if err := CheckRun(s, o); err != nil {
+	rs, err := RunShared([]Scenario{s}, o)
+	if err != nil {
 		return nil, err
+	}
+	return rs[0], nil
+}
+
+// RunShared runs the world the scenarios ss share once with a seed and
+// judges each one's claim on it: the results are Run's for each, from one
+// run's cost. ss must share their world (SameWorld): a claim and its weak
+// twin that differ only in what they claim run the very same trace.
+func RunShared(ss []Scenario, o RunOptions) ([]*Result, error) {
+	if len(ss) == 0 {
+		return nil, nil
+	}
+	for _, t := range ss[1:] {
+		if !SameWorld(ss[0], t) {
+			return nil, fmt.Errorf("scenario %q does not run the world of scenario %q: only their claims may differ", t.Name, ss[0].Name)
+		}
+	}
+	res, copts, err := runWorld(ss[0], o)
+	if err != nil {
+		return nil, err
+	}
+	verdicts := map[checkers.Order]checkers.Verdict{}
+	out := make([]*Result, len(ss))
+	for i, t := range ss {
+		r := *res
+		r.Scenario, r.Checked, r.Order = t.Name, t.Checked(), t.CheckedOrder()
+		r.Untested = nil
+		for _, p := range t.Probes {
+			if r.Probes.Hits(p) == 0 {
+				r.Untested = append(r.Untested, p)
+			}
+		}
+		if r.Panic == "" {
+			// The checker's verdict depends on the claimed order only.
+			v, ok := verdicts[t.CheckedOrder()]
+			if !ok {
+				opts := copts
+				opts.Order = t.CheckedOrder()
+				if v, err = checkers.Check(r.History, opts); err != nil {
+					return nil, fmt.Errorf("scenario %q seed %d: check: %w", t.Name, o.Seed, err)
+				}
+				verdicts[t.CheckedOrder()] = v
+			}
+			r.judge(v)
+		}
+		out[i] = &r
+	}
+	return out, nil
+}
+
+// judge sets the verdict on the run's claim from the checker's verdict.
+func (r *Result) judge(v checkers.Verdict) {
+	r.Verdict = v
+	r.Observed = v.Observed
+	orderHeld := r.Order == checkers.NoOrder || v.OrderHeld
+	r.Holds = v.Holds(r.Checked) && orderHeld
+	r.Failure = ""
+	if !r.Holds {
+		// Classify by what broke the judged guarantee, not by every
+		// anomaly seen. Every order anomaly is a safety one.
+		r.Failure = string(checkers.Liveness)
+		for _, a := range v.Breaking(r.Checked) {
+			if a.Class == checkers.Safety {
+				r.Failure = string(checkers.Safety)
+			}
+		}
+		if !orderHeld {
+			r.Failure = string(checkers.Safety)
+		}
+	}
+}
+
+// runWorld is a run of s up to its check: the result without a verdict
+// (but Failure "panic" if the code under test panicked), and the checker's
+// options for its history.
+func runWorld(s Scenario, o RunOptions) (*Result, checkers.Options, error) {
+	var copts checkers.Options
+	if err := CheckRun(s, o); err != nil {
+		return nil, copts, err
 	}
 	if o.Messages > 0 {
 		s.Workload.Messages = o.Messages // validated by CheckRun, bounds and all
@@ -134,19 +214,15 @@ func Run(s Scenario, o RunOptions) (*Result, error) {
 		res.Fired = fired
 		res.Power = powerOf(s.Workload.Messages, res.History, fired)
 		res.Probes = c.w.Probes()
-		res.Untested = nil
-		for _, p := range s.Probes {
-			if res.Probes.Hits(p) == 0 {
-				res.Untested = append(res.Untested, p)
-			}
-		}
 	}
 
 	if err := c.w.RunFor(2 * time.Second); err != nil {
-		return res.panicked(c, err)
+		r, err := res.panicked(c, err)
+		return r, copts, err
 	}
 	if err := c.createTopics(wl.topics(), bootstrapBudget); err != nil {
-		return res.harnessFailure(c, err)
+		r, err := res.harnessFailure(c, err)
+		return r, copts, err
 	}
 	duration := time.Duration(s.Workload.DurationMs) * time.Millisecond
 	start := c.w.Now()
@@ -160,7 +236,7 @@ func Run(s Scenario, o RunOptions) (*Result, error) {
 	}
 	inst, err := faults.Install(c.w, res.Schedule, c, start)
 	if err != nil {
-		return nil, fmt.Errorf("scenario %q: fault schedule: %w", s.Name, err)
+		return nil, copts, fmt.Errorf("scenario %q: fault schedule: %w", s.Name, err)
 	}
 	c.faults = inst
 	inst.OnFire(func(f faults.Fired) {
@@ -176,48 +252,30 @@ func Run(s Scenario, o RunOptions) (*Result, error) {
 	wl.start()
 	c.sampleReplicas(rec, start.Add(duration))
 	if err := c.w.RunUntil(start.Add(duration)); err != nil {
-		return res.panicked(c, err)
+		r, err := res.panicked(c, err)
+		return r, copts, err
 	}
 	c.w.Trace().Note("heal")
 	inst.HealAll(c.faultNodes())
 	c.w.Trace().Note("drain")
 	if _, err := c.w.RunWhile(func() bool { return !wl.drained() }, o.DrainBudget); err != nil {
-		return res.panicked(c, err)
+		r, err := res.panicked(c, err)
+		return r, copts, err
 	}
 	wl.stop()
 	c.w.Trace().Note("final-read")
 	if err := wl.finalReads(); err != nil {
-		return res.panicked(c, err)
+		r, err := res.panicked(c, err)
+		return r, copts, err
 	}
 	if err := c.readReplicas(rec, finalReplicaRead); err != nil {
-		return nil, fmt.Errorf("scenario %q seed %d: %w", s.Name, o.Seed, err)
+		return nil, copts, fmt.Errorf("scenario %q seed %d: %w", s.Name, o.Seed, err)
 	}
 	c.measure()
-	copts := wl.checkOptions()
+	copts = wl.checkOptions()
 	copts.HTML = o.HTML
-	v, err := checkers.Check(res.History, copts)
-	if err != nil {
-		return nil, fmt.Errorf("scenario %q seed %d: check: %w", s.Name, o.Seed, err)
-	}
-	res.Verdict = v
-	res.Observed = v.Observed
-	orderHeld := s.CheckedOrder() == checkers.NoOrder || v.OrderHeld
-	res.Holds = v.Holds(s.Checked()) && orderHeld
-	if !res.Holds {
-		// Classify by what broke the judged guarantee, not by every
-		// anomaly seen. Every order anomaly is a safety one.
-		res.Failure = string(checkers.Liveness)
-		for _, a := range v.Breaking(s.Checked()) {
-			if a.Class == checkers.Safety {
-				res.Failure = string(checkers.Safety)
-			}
-		}
-		if !orderHeld {
-			res.Failure = string(checkers.Safety)
-		}
-	}
 	res.finish(c)
-	return res, nil
+	return res, copts, nil
 }
 
 func (r *Result) finish(c *cluster) {

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -178,6 +179,19 @@ func withOrder(g checkers.Guarantee, o checkers.Order) string {
 
 // Twin reports whether s is a weak twin, run to be caught violating.
 func (s Scenario) Twin() bool { return s.Refutes != "" || s.RefutesOrder != "" }
+
+// SameWorld reports whether a and b run the same world on every seed: they
+// differ at most in their names, descriptions and claims (Expect, Refutes,
+// Order, RefutesOrder, Probes), which only judge a run. RunShared runs
+// such scenarios once.
+func SameWorld(a, b Scenario) bool { return reflect.DeepEqual(a.world(), b.world()) }
+
+// world is s without what only judges its runs.
+func (s Scenario) world() Scenario {
+	s.Name, s.Description = "", ""
+	s.Expect, s.Refutes, s.Order, s.RefutesOrder, s.Probes = "", "", "", "", nil
+	return s
+}
 
 // FaultClass parses Faults.
 func (s Scenario) FaultClass() (faults.Class, error) { return faults.ParseClass(s.Faults) }

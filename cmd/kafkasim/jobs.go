@@ -14,12 +14,16 @@ type job struct {
 	seed    uint64
 	defects defect.Set // planted bugs (selftest only)
 	index   int        // the job's place in its caller's order
+	// also are scenarios that share s's world (scenarios.SameWorld),
+	// judged on the same run.
+	also []scenarios.Scenario
 }
 
 type outcome struct {
 	job
-	r   *scenarios.Result
-	err error
+	r    *scenarios.Result
+	also []*scenarios.Result // the results of job.also, in order
+	err  error
 }
 
 // runJobs runs the jobs next yields (until it reports false) on parallel
@@ -40,8 +44,12 @@ func runJobs(next func() (job, bool), parallel int, done func(outcome)) {
 		go func() {
 			defer wg.Done()
 			for j := range in {
-				r, err := scenarios.Run(j.s, scenarios.RunOptions{Seed: j.seed, Defects: j.defects})
-				out <- outcome{job: j, r: r, err: err}
+				rs, err := scenarios.RunShared(append([]scenarios.Scenario{j.s}, j.also...), scenarios.RunOptions{Seed: j.seed, Defects: j.defects})
+				o := outcome{job: j, err: err}
+				if err == nil {
+					o.r, o.also = rs[0], rs[1:]
+				}
+				out <- o
 			}
 		}()
 	}

@@ -180,42 +180,57 @@ func runMatrix(args []string, stdout, stderr io.Writer) int {
 			rows[s.Name].Shard = fmt.Sprintf("%d/%d", si, sn)
 		}
 	}
+	// Scenarios that differ only in their claims (a claim and a twin of
+	// the same configuration) run the same world: it runs once a seed and
+	// each is judged on it.
+	worlds := sharedWorlds(list)
 	// Seed-major order: every scenario advances together. Jobs are drawn
 	// as workers free up, so ten thousand seeds take no memory to list.
 	seed, _ := shardSeeds(1, uint64(*seeds), si, sn)
 	next := 0
 	jobs := func() (job, bool) {
-		if next == len(list) {
+		if next == len(worlds) {
 			seed, next = seed+sn, 0
 		}
-		if seed > uint64(*seeds) || len(list) == 0 {
+		if seed > uint64(*seeds) || len(worlds) == 0 {
 			return job{}, false
 		}
 		next++
-		return job{s: list[next-1], seed: seed}, true
+		w := worlds[next-1]
+		return job{s: w[0], also: w[1:], seed: seed}, true
 	}
 	firsts := map[string]failure{} // each scenario's first failing seed
-	runJobs(jobs, *parallel, func(o outcome) {
-		rw := rows[o.s.Name]
+	record := func(s scenarios.Scenario, seed uint64, r *scenarios.Result, err error) {
+		rw := rows[s.Name]
 		rw.Seeds++
-		if o.err != nil {
+		if err != nil {
 			if rw.Error == "" {
-				rw.Error = o.err.Error()
+				rw.Error = err.Error()
 			}
 			return
 		}
-		rw.st.add(o.r)
+		rw.st.add(r)
 		for g := range rw.Held {
-			if o.r.Panic != "" || !o.r.Verdict.Holds(g) {
+			if r.Panic != "" || !r.Verdict.Holds(g) {
 				rw.Held[g] = false
 			}
 		}
-		if !o.r.Holds && (rw.FirstSeed == 0 || o.seed < rw.FirstSeed) {
-			firsts[o.s.Name] = failure{s: o.s, seed: o.seed, r: o.r}
-			rw.FirstSeed = o.seed
-			rw.Failure = o.r.Failure
-			rw.Anomalies = anomalyNames(o.r)
-			rw.Repro = fmt.Sprintf("kafkasim run --scenario %s --seed %d", o.s.Name, o.seed)
+		if !r.Holds && (rw.FirstSeed == 0 || seed < rw.FirstSeed) {
+			firsts[s.Name] = failure{s: s, seed: seed, r: r}
+			rw.FirstSeed = seed
+			rw.Failure = r.Failure
+			rw.Anomalies = anomalyNames(r)
+			rw.Repro = fmt.Sprintf("kafkasim run --scenario %s --seed %d", s.Name, seed)
+		}
+	}
+	runJobs(jobs, *parallel, func(o outcome) {
+		record(o.s, o.seed, o.r, o.err)
+		for i, s := range o.job.also {
+			var r *scenarios.Result
+			if o.err == nil {
+				r = o.also[i]
+			}
+			record(s, o.seed, r, o.err)
 		}
 	})
 	if *saveDir != "" {
@@ -317,4 +332,21 @@ func reportMatrix(list []scenarios.Scenario, rows map[string]*row, asJSON bool, 
 		fmt.Fprintln(stdout, "\nmatrix: FAILED")
 	}
 	return exit
+}
+
+// sharedWorlds groups list by world (scenarios.SameWorld), in the order of
+// each group's first scenario, the members of a group in list's order.
+func sharedWorlds(list []scenarios.Scenario) [][]scenarios.Scenario {
+	var worlds [][]scenarios.Scenario
+next:
+	for _, s := range list {
+		for i, w := range worlds {
+			if scenarios.SameWorld(w[0], s) {
+				worlds[i] = append(w, s)
+				continue next
+			}
+		}
+		worlds = append(worlds, []scenarios.Scenario{s})
+	}
+	return worlds
 }
