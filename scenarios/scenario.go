@@ -186,6 +186,24 @@ func (s Scenario) Twin() bool { return s.Refutes != "" || s.RefutesOrder != "" }
 // such scenarios once.
 func SameWorld(a, b Scenario) bool { return reflect.DeepEqual(a.world(), b.world()) }
 
+// GroupByWorld groups list by world (SameWorld), in the order of each
+// group's first scenario, the members of a group in list's order: the
+// groups RunShared takes.
+func GroupByWorld(list []Scenario) [][]Scenario {
+	var worlds [][]Scenario
+next:
+	for _, s := range list {
+		for i, w := range worlds {
+			if SameWorld(w[0], s) {
+				worlds[i] = append(w, s)
+				continue next
+			}
+		}
+		worlds = append(worlds, []Scenario{s})
+	}
+	return worlds
+}
+
 // world is s without what only judges its runs.
 func (s Scenario) world() Scenario {
 	s.Name, s.Description = "", ""

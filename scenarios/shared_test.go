@@ -10,19 +10,7 @@ import (
 // matrix runs such a group once a seed) both ways, shared and one by one,
 // and wants the same results: trace, verdict, failure, probes untested.
 func TestAClaimAndItsTwinSharingAWorldGetFromOneRunWhatTwoRunsGive(t *testing.T) {
-	var groups [][]Scenario
-	for _, s := range List() {
-		placed := false
-		for i, g := range groups {
-			if SameWorld(g[0], s) {
-				groups[i], placed = append(g, s), true
-				break
-			}
-		}
-		if !placed {
-			groups = append(groups, []Scenario{s})
-		}
-	}
+	groups := GroupByWorld(List())
 	shared := 0
 	for _, g := range groups {
 		if len(g) < 2 {

@@ -183,7 +183,7 @@ func runMatrix(args []string, stdout, stderr io.Writer) int {
 	// Scenarios that differ only in their claims (a claim and a twin of
 	// the same configuration) run the same world: it runs once a seed and
 	// each is judged on it.
-	worlds := sharedWorlds(list)
+	worlds := scenarios.GroupByWorld(list)
 	// Seed-major order: every scenario advances together. Jobs are drawn
 	// as workers free up, so ten thousand seeds take no memory to list.
 	seed, _ := shardSeeds(1, uint64(*seeds), si, sn)
@@ -332,21 +332,4 @@ func reportMatrix(list []scenarios.Scenario, rows map[string]*row, asJSON bool, 
 		fmt.Fprintln(stdout, "\nmatrix: FAILED")
 	}
 	return exit
-}
-
-// sharedWorlds groups list by world (scenarios.SameWorld), in the order of
-// each group's first scenario, the members of a group in list's order.
-func sharedWorlds(list []scenarios.Scenario) [][]scenarios.Scenario {
-	var worlds [][]scenarios.Scenario
-next:
-	for _, s := range list {
-		for i, w := range worlds {
-			if scenarios.SameWorld(w[0], s) {
-				worlds[i] = append(w, s)
-				continue next
-			}
-		}
-		worlds = append(worlds, []scenarios.Scenario{s})
-	}
-	return worlds
 }

@@ -199,15 +199,12 @@ func (o Onlooker) Version(name string) (uint64, bool) {
 
 // ReadFile implements env.Disk.
 func (d *Disk) ReadFile(name string) ([]byte, error) {
-	f, err := d.get(name)
-	if err != nil {
-		return nil, err
-	}
-	d.Reads++
-	if len(d.readFailures) > 0 && d.readFault(name) {
-		return nil, fmt.Errorf("read %s: %w", name, env.ErrIO)
-	}
-	return append([]byte(nil), f.data...), nil
+	var data []byte
+	err := d.ViewFile(name, func(b []byte) error {
+		data = append([]byte(nil), b...)
+		return nil
+	})
+	return data, err
 }
 
 // ViewFile implements env.Viewer: ReadFile without the copy, for a
