@@ -115,7 +115,13 @@ type consumerMember struct {
 	epoch, previousEpoch                         int32
 	state                                        memberState
 	assigned, pendingRevocation                  partitionSet
-	sessionTimer, rebalanceTimer                 env.TimerID
+	// assignmentEpochs holds, for every partition the member owns
+	// (assigned or pending revocation), the member epoch at which it was
+	// given to the member (KIP-1251's assignment epoch): a commit at an
+	// older member epoch than the member's is accepted for a partition
+	// assigned at or before that epoch.
+	assignmentEpochs             map[metadata.TopicPartition]int32
+	sessionTimer, rebalanceTimer env.TimerID
 }
 
 // subscription is what a member's metadata record holds.
@@ -133,7 +139,33 @@ func (m *consumerMember) sameSubscription(o *consumerMember) bool {
 
 func (m *consumerMember) sameAssignment(o *consumerMember) bool {
 	return m.epoch == o.epoch && m.previousEpoch == o.previousEpoch && m.state == o.state &&
-		m.assigned.equal(o.assigned) && m.pendingRevocation.equal(o.pendingRevocation)
+		m.assigned.equal(o.assigned) && m.pendingRevocation.equal(o.pendingRevocation) && maps.Equal(m.assignmentEpochs, o.assignmentEpochs)
+}
+
+// assignmentEpoch is the epoch at which m was given tp, or -1 if m does
+// not own it (Kafka's assignment epoch of an unassigned partition).
+func (m *consumerMember) assignmentEpoch(tp metadata.TopicPartition) int32 {
+	if e, ok := m.assignmentEpochs[tp]; ok {
+		return e
+	}
+	return -1
+}
+
+// carryAssignmentEpochs gives n's partitions their assignment epochs: a
+// partition old already owned keeps the epoch it was given at; one new
+// to the member is given at n's epoch.
+func (n *consumerMember) carryAssignmentEpochs(old *consumerMember) {
+	epochs := make(map[metadata.TopicPartition]int32, len(n.assigned)+len(n.pendingRevocation))
+	for _, s := range []partitionSet{n.assigned, n.pendingRevocation} {
+		for tp := range s {
+			if e, ok := old.assignmentEpochs[tp]; ok && (old.assigned[tp] || old.pendingRevocation[tp]) {
+				epochs[tp] = e
+			} else {
+				epochs[tp] = max(n.epoch, 0)
+			}
+		}
+	}
+	n.assignmentEpochs = epochs
 }
 
 // reconciledTo is Kafka's isReconciledTo.
@@ -145,6 +177,7 @@ func (m *consumerMember) reconciledTo(epoch int32) bool {
 func (m *consumerMember) clone() *consumerMember {
 	n := *m
 	n.assigned, n.pendingRevocation = m.assigned.clone(), m.pendingRevocation.clone()
+	n.assignmentEpochs = maps.Clone(m.assignmentEpochs)
 	n.subscribedTopics = slices.Clone(m.subscribedTopics)
 	return &n
 }
@@ -827,6 +860,7 @@ func nextAssignment(m *consumerMember, targetEpoch int32, target, owned partitio
 	n.previousEpoch = m.epoch
 	if len(revoking) > 0 && ownsAny(revoking) {
 		n.state, n.epoch, n.assigned, n.pendingRevocation = memberUnrevokedPartitions, epoch, assigned, revoking
+		n.carryAssignmentEpochs(m)
 		return n
 	}
 	if adding {
@@ -840,6 +874,7 @@ func nextAssignment(m *consumerMember, targetEpoch int32, target, owned partitio
 	if unreleased {
 		n.state = memberUnreleasedPartitions
 	}
+	n.carryAssignmentEpochs(m)
 	return n
 }
 
@@ -924,6 +959,12 @@ func (c *groupCoordinator) consumerGroupLeave(w *groupWrite, req *kmsg.ConsumerG
 		c.b.e.Log("consumer-group-static-member-left", "group", g.id, "member", m.id, "instance", instance)
 		n := m.clone()
 		n.epoch, n.pendingRevocation = leaveGroupStaticMemberEpoch, partitionSet{}
+		// The instance's next incarnation starts at epoch 0 with this
+		// assignment: its partitions count as given at 0 (KIP-1251).
+		n.assignmentEpochs = map[metadata.TopicPartition]int32{}
+		for tp := range n.assigned {
+			n.assignmentEpochs[tp] = 0
+		}
 		if n.rebalanceTimer != 0 {
 			c.b.e.Cancel(n.rebalanceTimer)
 			n.rebalanceTimer = 0
@@ -994,22 +1035,35 @@ func (c *groupCoordinator) describedAssignment(s partitionSet) kmsg.Assignment {
 
 // consumerOffsetCommitFence is Kafka's ConsumerGroup.validateOffsetCommit:
 // a commit naming no member epoch is accepted while the group has no
-// members; otherwise it must come from a member, at its current epoch
-// (STALE_MEMBER_EPOCH), with OffsetCommit v9+ unless transactional.
-func consumerOffsetCommitFence(cg *consumerGroup, memberID string, epoch int32, transactional bool, version int16) int16 {
+// members; otherwise it must come from a member, with OffsetCommit v9+
+// unless transactional, at an epoch no newer than the member's
+// (STALE_MEMBER_EPOCH). One at the member's epoch is accepted whole; one
+// at an older epoch — the member's heartbeat bumped its epoch while the
+// commit was on its way — is checked partition by partition, as KIP-1251
+// (Kafka 4.3, KAFKA-20066) checks it: accepted for a partition the member
+// owns and was given at or before that epoch (assignment epoch ≤ commit
+// epoch ≤ member epoch), STALE_MEMBER_EPOCH for any other.
+func consumerOffsetCommitFence(cg *consumerGroup, memberID string, epoch int32, transactional bool, version int16) (int16, partitionFence) {
 	if epoch < 0 && len(cg.members) == 0 {
-		return 0
+		return 0, nil
 	}
 	m := cg.members[memberID]
 	switch {
 	case m == nil:
-		return kerr.UnknownMemberID.Code
+		return kerr.UnknownMemberID.Code, nil
 	case !transactional && version < 9:
-		return kerr.UnsupportedVersion.Code
-	case epoch != m.epoch:
-		return kerr.StaleMemberEpoch.Code
+		return kerr.UnsupportedVersion.Code, nil
+	case epoch > m.epoch:
+		return kerr.StaleMemberEpoch.Code, nil
+	case epoch < m.epoch:
+		return 0, func(tp metadata.TopicPartition) int16 {
+			if e := m.assignmentEpoch(tp); e < 0 || e > epoch {
+				return kerr.StaleMemberEpoch.Code
+			}
+			return 0
+		}
 	}
-	return 0
+	return 0, nil
 }
 
 // consumerOffsetFetchFence is ConsumerGroup.validateOffsetFetch: a fetch
@@ -1095,7 +1149,13 @@ func (c *groupCoordinator) consumerGroupViolation(id string, g *group) string {
 					return invariantf("consumer group %q: %v owned by members %q and %q", id, tp, o, m.id)
 				}
 				owners[tp] = m.id
+				if e, ok := m.assignmentEpochs[tp]; !ok || e < 0 || e > max(m.epoch, 0) {
+					return invariantf("consumer group %q: %v of member %q at epoch %d has assignment epoch %d (given: %v)", id, tp, m.id, m.epoch, e, ok)
+				}
 			}
+		}
+		if len(m.assignmentEpochs) != len(m.assigned)+len(m.pendingRevocation) {
+			return invariantf("consumer group %q: member %q holds %d assignment epochs for %d partitions", id, m.id, len(m.assignmentEpochs), len(m.assigned)+len(m.pendingRevocation))
 		}
 		for _, tp := range cg.target[m.id].sorted() {
 			if n, ok := cg.topics[tp.Topic]; !ok || tp.Partition >= n {

@@ -11,8 +11,8 @@ import (
 
 // The records of a KIP-848 consumer group in __consumer_offsets, Kafka's
 // (group-coordinator/src/main/resources/common/message/ConsumerGroup*.json)
-// by key version, each value at version 0, encoded as internal_records.go
-// encodes the classic group's:
+// by key version, each value at version 0 but the current assignment's at
+// 1, encoded as internal_records.go encodes the classic group's:
 //
 //	3 ConsumerGroupMetadata (group) → group epoch
 //	4 ConsumerGroupPartitionMetadata (group) → the subscribed topics' id, name, partition count
@@ -21,7 +21,11 @@ import (
 //	6 ConsumerGroupTargetAssignmentMetadata (group) → assignment epoch
 //	7 ConsumerGroupTargetAssignmentMember (group, member) → target partitions by topic id
 //	8 ConsumerGroupCurrentMemberAssignment (group, member) → member epoch, previous
-//	  epoch, state, assigned partitions and those pending revocation, by topic id
+//	  epoch, state, assigned partitions and those pending revocation, by topic id;
+//	  at value version 1 each topic's partitions are followed by their
+//	  assignment epochs (KIP-1251, Kafka 4.3's AssignmentEpochs); a version 0
+//	  value's partitions count as given at max(member epoch, 0), as Kafka
+//	  reads an old record
 //
 // A tombstone (null value) deletes what its key names.
 
@@ -33,6 +37,7 @@ const (
 	targetMemberKeyVersion             = 7
 	currentMemberAssignmentKeyVersion  = 8
 	consumerGroupRecordValueVersion    = 0
+	currentAssignmentValueVersion      = 1 // with assignment epochs
 	consumerGroupRecordValueHeaderSize = 2
 )
 
@@ -135,8 +140,8 @@ func encodeMemberMetadataValue(m *consumerMember) []byte {
 }
 
 // appendTopicPartitions writes s as Kafka's []TopicPartitions: topic id,
-// partitions.
-func (c *groupCoordinator) appendTopicPartitions(b []byte, s partitionSet) []byte {
+// partitions, and with epochs non-nil each partition's assignment epoch.
+func (c *groupCoordinator) appendTopicPartitions(b []byte, s partitionSet, epochs map[metadata.TopicPartition]int32) []byte {
 	be := binary.BigEndian
 	ts := c.byTopicID(s)
 	b = be.AppendUint32(b, uint32(len(ts)))
@@ -146,21 +151,31 @@ func (c *groupCoordinator) appendTopicPartitions(b []byte, s partitionSet) []byt
 		for _, p := range t.partitions {
 			b = be.AppendUint32(b, uint32(p))
 		}
+		if epochs != nil {
+			for _, p := range t.partitions {
+				b = be.AppendUint32(b, uint32(epochs[metadata.TopicPartition{Topic: t.name, Partition: p}]))
+			}
+		}
 	}
 	return b
 }
 
 func (c *groupCoordinator) encodeTargetMemberValue(s partitionSet) []byte {
-	return c.appendTopicPartitions(valueHeader(), s)
+	return c.appendTopicPartitions(valueHeader(), s, nil)
 }
 
 func (c *groupCoordinator) encodeCurrentAssignmentValue(m *consumerMember) []byte {
 	be := binary.BigEndian
-	b := be.AppendUint32(valueHeader(), uint32(m.epoch))
+	epochs := m.assignmentEpochs
+	if epochs == nil {
+		epochs = map[metadata.TopicPartition]int32{}
+	}
+	b := be.AppendUint16(nil, currentAssignmentValueVersion)
+	b = be.AppendUint32(b, uint32(m.epoch))
 	b = be.AppendUint32(b, uint32(m.previousEpoch))
 	b = append(b, byte(m.state))
-	b = c.appendTopicPartitions(b, m.assigned)
-	return c.appendTopicPartitions(b, m.pendingRevocation)
+	b = c.appendTopicPartitions(b, m.assigned, epochs)
+	return c.appendTopicPartitions(b, m.pendingRevocation, epochs)
 }
 
 // recordReader reads a record value; a short or malformed one sets bad.
@@ -207,15 +222,32 @@ func (r *recordReader) uuid() [16]byte {
 // partitions reads []TopicPartitions; topics the metadata no longer has
 // are dropped.
 func (r *recordReader) partitions(names map[[16]byte]string) partitionSet {
+	return r.partitionsWithEpochs(names, nil)
+}
+
+// partitionsWithEpochs reads []TopicPartitions whose topics carry each
+// partition's assignment epoch after its partitions, into epochs (nil: the
+// value carries none).
+func (r *recordReader) partitionsWithEpochs(names map[[16]byte]string, epochs map[metadata.TopicPartition]int32) partitionSet {
 	out := partitionSet{}
 	n := int(r.u32())
 	for i := 0; i < n && !r.bad; i++ {
 		id := r.uuid()
 		k := int(r.u32())
+		ps := make([]int32, 0, min(k, len(r.b)/4))
 		for j := 0; j < k && !r.bad; j++ {
-			p := int32(r.u32())
-			if name, ok := names[id]; ok {
-				out[metadata.TopicPartition{Topic: name, Partition: p}] = true
+			ps = append(ps, int32(r.u32()))
+		}
+		name, ok := names[id]
+		for _, p := range ps {
+			tp := metadata.TopicPartition{Topic: name, Partition: p}
+			if ok {
+				out[tp] = true
+			}
+			if epochs != nil {
+				if e := int32(r.u32()); ok {
+					epochs[tp] = e
+				}
 			}
 		}
 	}
@@ -266,11 +298,16 @@ func (c *groupCoordinator) applyConsumerGroupRecord(key, value []byte) bool {
 			if m := cg.members[mid]; m != nil {
 				m.epoch, m.previousEpoch, m.state = 0, 0, memberStable
 				m.assigned, m.pendingRevocation = partitionSet{}, partitionSet{}
+				m.assignmentEpochs = map[metadata.TopicPartition]int32{}
 			}
 		}
 		return true
 	}
-	if len(value) < consumerGroupRecordValueHeaderSize || binary.BigEndian.Uint16(value) != consumerGroupRecordValueVersion {
+	if len(value) < consumerGroupRecordValueHeaderSize {
+		return true
+	}
+	valueVersion := binary.BigEndian.Uint16(value)
+	if valueVersion != consumerGroupRecordValueVersion && (version != currentMemberAssignmentKeyVersion || valueVersion != currentAssignmentValueVersion) {
 		return true
 	}
 	r := &recordReader{b: value[consumerGroupRecordValueHeaderSize:]}
@@ -328,12 +365,25 @@ func (c *groupCoordinator) applyConsumerGroupRecord(key, value []byte) bool {
 		}
 		state := memberState(r.b[0])
 		r.b = r.b[1:]
-		assigned, pending := r.partitions(names), r.partitions(names)
+		var epochs map[metadata.TopicPartition]int32
+		if valueVersion >= currentAssignmentValueVersion {
+			epochs = map[metadata.TopicPartition]int32{}
+		}
+		assigned, pending := r.partitionsWithEpochs(names, epochs), r.partitionsWithEpochs(names, epochs)
 		if r.bad {
 			return true
 		}
+		if epochs == nil { // an old record: Kafka counts its partitions as given at the member's epoch
+			epochs = map[metadata.TopicPartition]int32{}
+			for _, s := range []partitionSet{assigned, pending} {
+				for tp := range s {
+					epochs[tp] = max(epoch, 0)
+				}
+			}
+		}
 		m := member()
 		m.epoch, m.previousEpoch, m.state, m.assigned, m.pendingRevocation = epoch, prev, state, assigned, pending
+		m.assignmentEpochs = epochs
 	}
 	return true
 }

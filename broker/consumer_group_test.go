@@ -245,20 +245,77 @@ func TestAConsumerGroupMemberIsFencedBySessionTimeout(t *testing.T) {
 	require.Zero(t, a.commit(a.epoch, orders1, 4))
 }
 
-func TestAnOffsetCommitWithAStaleMemberEpochIsRefused(t *testing.T) {
+// A member's heartbeat can bump its epoch while an offset commit it sent
+// at the epoch before is on its way (franz-go's TestGroupETL lost its
+// commits to exactly this race). KIP-1251 (Kafka 4.3, KAFKA-20066) accepts
+// such a commit for every partition the member still owns and was given
+// at or before the commit's epoch, and refuses the rest partition by
+// partition.
+func TestAnOffsetCommitAtAnOlderMemberEpochIsAcceptedForPartitionsTheMemberStillOwns(t *testing.T) {
 	c := newCluster(t, 64, 3, config.Default())
 	c.createTopic("orders", 2, 3)
 	a, b := c.member848("consumer-a", "etl", "orders"), c.member848("consumer-b", "etl", "orders")
 	require.Zero(t, a.heartbeat())
+	require.Len(t, a.assigned, 2)
 	old := a.epoch
 	require.Zero(t, b.heartbeat())
-	require.Zero(t, a.heartbeat())
-	require.Zero(t, a.heartbeat())
+	require.Zero(t, a.heartbeat()) // told to revoke one
+	require.Zero(t, a.heartbeat()) // revoked
 	require.Greater(t, a.epoch, old)
-	orders0 := metadata.TopicPartition{Topic: "orders", Partition: 0}
-	require.Equal(t, kerr.StaleMemberEpoch.Code, a.commit(old, orders0, 5))
-	require.Zero(t, a.commit(a.epoch, orders0, 5))
-	require.Equal(t, kerr.UnknownMemberID.Code, a.actor.commit("etl", -1, "", orders0, 6), "no member epoch while the group has members")
+	require.Len(t, a.assigned, 1)
+	partitionOf := func(s string) metadata.TopicPartition {
+		p, err := strconv.Atoi(s[strings.LastIndex(s, "/")+1:])
+		require.NoError(t, err)
+		return metadata.TopicPartition{Topic: "orders", Partition: int32(p)}
+	}
+	kept := partitionOf(a.assigned[0])
+	given := metadata.TopicPartition{Topic: "orders", Partition: 1 - kept.Partition}
+
+	require.Zero(t, a.commit(old, kept, 5), "still a's, given to it at the commit's epoch")
+	require.Equal(t, kerr.StaleMemberEpoch.Code, a.commit(old, given, 5), "no longer a's")
+	require.Equal(t, kerr.StaleMemberEpoch.Code, a.commit(a.epoch+1, kept, 5), "an epoch newer than the member's")
+	require.Zero(t, a.commit(a.epoch, kept, 6))
+	require.Equal(t, kerr.UnknownMemberID.Code, a.actor.commit("etl", -1, "", kept, 6), "no member epoch while the group has members")
+
+	// One request, both partitions: each answered on its own, and only
+	// the accepted one written.
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.Generation, req.MemberID = "etl", old, a.id
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = "orders"
+	for _, tp := range []metadata.TopicPartition{kept, given} {
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = tp.Partition, 9
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp := a.call(a.coord, req).(*kmsg.OffsetCommitResponse)
+	require.Equal(t, []int16{0, kerr.StaleMemberEpoch.Code}, []int16{resp.Topics[0].Partitions[0].ErrorCode, resp.Topics[0].Partitions[1].ErrorCode})
+	for tp, want := range map[metadata.TopicPartition]int64{kept: 9, given: -1} {
+		offset, code := a.offsetFetch("etl", tp, false)
+		require.Zero(t, code)
+		require.Equal(t, want, offset, "%v: only the accepted partition is written", tp)
+	}
+
+	// b leaves: a is given the other partition at a newer epoch, and a
+	// commit for it at the epoch before is refused.
+	before := a.epoch
+	require.Zero(t, b.leave(-1))
+	require.Zero(t, a.heartbeat())
+	require.Greater(t, a.epoch, before)
+	require.Len(t, a.assigned, 2)
+	require.Equal(t, kerr.StaleMemberEpoch.Code, a.commit(before, given, 7), "given to a after the commit's epoch")
+	require.Zero(t, a.commit(before, kept, 7))
+
+	// The assignment epochs live in the member's current-assignment
+	// record: the coordinator that loads the group judges alike.
+	crashed := a.coord
+	c.w.Node(c.brokers[crashed]).Crash()
+	offsets := metadata.TopicPartition{Topic: metadata.OffsetsTopic, Partition: metadata.PartitionFor("etl", c.cfg.OffsetsTopicPartitions)}
+	a.coord = c.waitLeader(offsets, crashed, 30*time.Second)
+	require.Equal(t, kerr.StaleMemberEpoch.Code, a.commit(before, given, 8), "loaded: given to a after the commit's epoch")
+	require.Zero(t, a.commit(before, kept, 8), "loaded: given to a before")
+	require.Zero(t, a.commit(a.epoch, given, 8))
 }
 
 func TestConsumerGroupEpochsAndAssignmentSurviveCoordinatorFailover(t *testing.T) {

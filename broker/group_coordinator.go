@@ -185,6 +185,7 @@ func (c *groupCoordinator) serving(groupID string) (*partition, int16) {
 func (c *groupCoordinator) handleOffsetCommit(r *rpc.Request, req *kmsg.OffsetCommitRequest) {
 	b := c.b
 	resp := kmsg.NewPtrOffsetCommitResponse()
+	var refused map[metadata.TopicPartition]int16 // partitions the fence refused, answered with their own error
 	fill := func(code int16) {
 		resp.Topics = resp.Topics[:0]
 		for _, rt := range req.Topics {
@@ -193,28 +194,46 @@ func (c *groupCoordinator) handleOffsetCommit(r *rpc.Request, req *kmsg.OffsetCo
 			for _, rp := range rt.Partitions {
 				pr := kmsg.NewOffsetCommitResponseTopicPartition()
 				pr.Partition, pr.ErrorCode = rp.Partition, code
+				if rc, ok := refused[metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}]; ok {
+					pr.ErrorCode = rc
+				}
 				tr.Partitions = append(tr.Partitions, pr)
 			}
 			resp.Topics = append(resp.Topics, tr)
 		}
 	}
 	p, code := c.serving(req.Group)
+	var fence partitionFence
 	if code == 0 {
-		code = c.validateOffsetCommit(c.groups[req.Group], req.MemberID, instanceID(req.InstanceID), req.Generation, false, req.Version)
+		code, fence = c.validateOffsetCommit(c.groups[req.Group], req.MemberID, instanceID(req.InstanceID), req.Generation, false, req.Version)
 	}
 	if code != 0 {
 		fill(code)
 		r.Respond(resp)
 		return
 	}
+	var all []metadata.TopicPartition
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			all = append(all, metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
+		}
+	}
+	refused = c.refusedPartitions(req.Group, fence, all)
 	g := c.group(req.Group)
 	ob := offsetBatch{group: req.Group, now: b.e.WallClock()}
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
-			ob.add(rt.Topic, rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata)
+			if _, ok := refused[metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}]; !ok {
+				ob.add(rt.Topic, rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata)
+			}
 		}
 	}
 	recs, tps, vals := ob.recs, ob.tps, ob.vals
+	if len(recs) == 0 && refused != nil {
+		fill(0) // every partition refused: nothing to write
+		r.Respond(resp)
+		return
+	}
 	for _, tp := range tps {
 		g.pendingCommits[tp]++
 	}

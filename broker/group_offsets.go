@@ -24,57 +24,91 @@ import (
 // while the group awaits its leader's assignment is told
 // REBALANCE_IN_PROGRESS. A consumer group's commits are fenced by member
 // epoch instead (consumerOffsetCommitFence).
-func (c *groupCoordinator) validateOffsetCommit(g *group, memberID, instance string, generation int32, transactional bool, version int16) int16 {
-	code := c.offsetCommitFence(g, memberID, instance, generation, transactional, version)
+func (c *groupCoordinator) validateOffsetCommit(g *group, memberID, instance string, generation int32, transactional bool, version int16) (int16, partitionFence) {
+	code, fence := c.offsetCommitFence(g, memberID, instance, generation, transactional, version)
 	if code == kerr.FencedInstanceID.Code {
 		c.fencedInstance(g, code, instance)
 	}
 	if code == kerr.UnknownMemberID.Code || code == kerr.IllegalGeneration.Code || code == kerr.FencedInstanceID.Code || code == kerr.StaleMemberEpoch.Code {
-		group := ""
-		if g != nil {
-			group = g.id
-		}
-		c.b.e.Probe(probe.MemberFenced, group)
+		c.b.e.Probe(probe.MemberFenced, groupName(g))
 	}
-	return code
+	return code, fence
 }
 
-func (c *groupCoordinator) offsetCommitFence(g *group, memberID, instance string, generation int32, transactional bool, version int16) int16 {
+func groupName(g *group) string {
+	if g == nil {
+		return ""
+	}
+	return g.id
+}
+
+// partitionFence is the part of a commit's fence decided partition by
+// partition (a consumer group's commit at an older member epoch,
+// KIP-1251): the error one partition is refused with, 0 if it is
+// accepted. A nil fence accepts every partition.
+type partitionFence func(metadata.TopicPartition) int16
+
+func (f partitionFence) code(tp metadata.TopicPartition) int16 {
+	if f == nil {
+		return 0
+	}
+	return f(tp)
+}
+
+// refusedPartitions is the partitions of a commit the fence refuses, with
+// their errors (nil if it refuses none); a refusal is a member fenced.
+func (c *groupCoordinator) refusedPartitions(group string, fence partitionFence, tps []metadata.TopicPartition) map[metadata.TopicPartition]int16 {
+	var refused map[metadata.TopicPartition]int16
+	for _, tp := range tps {
+		if code := fence.code(tp); code != 0 {
+			if refused == nil {
+				refused = map[metadata.TopicPartition]int16{}
+			}
+			refused[tp] = code
+		}
+	}
+	if refused != nil {
+		c.b.e.Probe(probe.MemberFenced, group)
+	}
+	return refused
+}
+
+func (c *groupCoordinator) offsetCommitFence(g *group, memberID, instance string, generation int32, transactional bool, version int16) (int16, partitionFence) {
 	if g == nil {
 		switch {
 		case generation < 0:
-			return 0 // a simple consumer's group, created by the commit
+			return 0, nil // a simple consumer's group, created by the commit
 		case !transactional && version >= 9:
-			return kerr.GroupIDNotFound.Code
+			return kerr.GroupIDNotFound.Code, nil
 		}
-		return kerr.IllegalGeneration.Code
+		return kerr.IllegalGeneration.Code, nil
 	}
 	if g.share != nil {
-		return kerr.GroupIDNotFound.Code // a share group commits no offsets (Kafka: "Group is not a consumer group")
+		return kerr.GroupIDNotFound.Code, nil // a share group commits no offsets (Kafka: "Group is not a consumer group")
 	}
 	if g.consumer != nil {
 		return consumerOffsetCommitFence(g.consumer, memberID, generation, transactional, version)
 	}
 	if g.state == groupDead {
-		return kerr.CoordinatorNotAvailable.Code
+		return kerr.CoordinatorNotAvailable.Code, nil
 	}
 	if generation < 0 && g.state == groupEmpty {
-		return 0
+		return 0, nil
 	}
 	if generation >= 0 || memberID != "" {
 		if code := g.validateMember(memberID, instance); code != 0 {
-			return code
+			return code, nil
 		}
 		if generation != g.generation {
-			return kerr.IllegalGeneration.Code
+			return kerr.IllegalGeneration.Code, nil
 		}
 	} else if !transactional && g.state != groupEmpty {
-		return kerr.UnknownMemberID.Code
+		return kerr.UnknownMemberID.Code, nil
 	}
 	if !transactional && g.state == groupCompletingRebalance {
-		return kerr.RebalanceInProgress.Code
+		return kerr.RebalanceInProgress.Code, nil
 	}
-	return 0
+	return 0, nil
 }
 
 // hasPendingCommit reports offsets for tp that may still change: written
@@ -99,6 +133,7 @@ func (g *group) hasPendingCommit(tp metadata.TopicPartition) bool {
 // (KIP-447), and by producer epoch at the log.
 func (c *groupCoordinator) handleTxnOffsetCommit(r *rpc.Request, req *kmsg.TxnOffsetCommitRequest) {
 	resp := kmsg.NewPtrTxnOffsetCommitResponse()
+	var refused map[metadata.TopicPartition]int16 // partitions the fence refused, answered with their own error
 	respond := func(code int16) {
 		for _, rt := range req.Topics {
 			tr := kmsg.NewTxnOffsetCommitResponseTopic()
@@ -106,6 +141,9 @@ func (c *groupCoordinator) handleTxnOffsetCommit(r *rpc.Request, req *kmsg.TxnOf
 			for _, rp := range rt.Partitions {
 				pr := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 				pr.Partition, pr.ErrorCode = rp.Partition, code
+				if rc, ok := refused[metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}]; ok {
+					pr.ErrorCode = rc
+				}
 				tr.Partitions = append(tr.Partitions, pr)
 			}
 			resp.Topics = append(resp.Topics, tr)
@@ -116,25 +154,27 @@ func (c *groupCoordinator) handleTxnOffsetCommit(r *rpc.Request, req *kmsg.TxnOf
 	if req.Version >= 3 {
 		generation, memberID, instance = req.Generation, req.MemberID, instanceID(req.InstanceID)
 	}
-	validate := func() (*partition, int16) {
+	validate := func() (*partition, int16, partitionFence) {
 		p, code := c.serving(req.Group)
+		var fence partitionFence
 		if code == 0 {
-			code = c.validateOffsetCommit(c.groups[req.Group], memberID, instance, generation, true, req.Version)
+			code, fence = c.validateOffsetCommit(c.groups[req.Group], memberID, instance, generation, true, req.Version)
 		}
-		return p, code
+		return p, code, fence
 	}
-	p, code := validate()
+	p, code, _ := validate()
 	if code != 0 {
 		respond(code)
 		return
 	}
 	write := func() {
-		p, code := validate() // again: the verification took a round trip
+		p, code, fence := validate() // again: the verification took a round trip
 		if code != 0 {
 			respond(code)
 			return
 		}
-		c.writeTxnOffsets(p, req, respond)
+		refused = c.refusedPartitions(req.Group, fence, txnOffsetPartitions(req))
+		c.writeTxnOffsets(p, req, refused, respond)
 	}
 	if !c.b.cfg.TransactionPartitionVerification {
 		write()
@@ -159,12 +199,25 @@ func (c *groupCoordinator) handleTxnOffsetCommit(r *rpc.Request, req *kmsg.TxnOf
 	})
 }
 
-func (c *groupCoordinator) writeTxnOffsets(p *partition, req *kmsg.TxnOffsetCommitRequest, respond func(int16)) {
+func txnOffsetPartitions(req *kmsg.TxnOffsetCommitRequest) []metadata.TopicPartition {
+	var tps []metadata.TopicPartition
+	for _, rt := range req.Topics {
+		for _, rp := range rt.Partitions {
+			tps = append(tps, metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
+		}
+	}
+	return tps
+}
+
+// writeTxnOffsets writes the partitions of req the fence did not refuse.
+func (c *groupCoordinator) writeTxnOffsets(p *partition, req *kmsg.TxnOffsetCommitRequest, refused map[metadata.TopicPartition]int16, respond func(int16)) {
 	g := c.group(req.Group)
 	ob := offsetBatch{group: req.Group, now: c.b.e.WallClock()}
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
-			ob.add(rt.Topic, rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata)
+			if _, ok := refused[metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}]; !ok {
+				ob.add(rt.Topic, rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata)
+			}
 		}
 	}
 	recs, tps, vals := ob.recs, ob.tps, ob.vals

@@ -78,7 +78,7 @@ func encodeShareMemberMetadataValue(m *shareMember) []byte {
 }
 
 func (c *groupCoordinator) encodeShareTargetMemberValue(s partitionSet) []byte {
-	return c.appendTopicPartitions(valueHeader(), s)
+	return c.appendTopicPartitions(valueHeader(), s, nil)
 }
 
 func (c *groupCoordinator) encodeShareCurrentAssignmentValue(m *shareMember) []byte {
@@ -86,7 +86,7 @@ func (c *groupCoordinator) encodeShareCurrentAssignmentValue(m *shareMember) []b
 	b := be.AppendUint32(valueHeader(), uint32(m.epoch))
 	b = be.AppendUint32(b, uint32(m.previousEpoch))
 	b = append(b, byte(memberStable))
-	return c.appendTopicPartitions(b, m.assigned)
+	return c.appendTopicPartitions(b, m.assigned, nil)
 }
 
 func (c *groupCoordinator) encodeShareStatePartitionMetadataValue(s partitionSet) []byte {
