@@ -297,6 +297,14 @@ func TestAnOffsetCommitAtAnOlderMemberEpochIsAcceptedForPartitionsTheMemberStill
 		require.Equal(t, want, offset, "%v: only the accepted partition is written", tp)
 	}
 
+	// Inside a transaction (sendOffsetsToTransaction with the group's
+	// metadata, KIP-447) alike.
+	p := c.txnProducer("producer-a", "etl-a", speaksTV1)
+	p.init()
+	require.Zero(t, p.addOffsets("etl"))
+	require.Zero(t, p.txnOffsetCommit("etl", old, a.id, kept, 10))
+	require.Equal(t, kerr.StaleMemberEpoch.Code, p.txnOffsetCommit("etl", old, a.id, given, 10))
+
 	// b leaves: a is given the other partition at a newer epoch, and a
 	// commit for it at the epoch before is refused.
 	before := a.epoch
