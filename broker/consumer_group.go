@@ -158,7 +158,7 @@ func (n *consumerMember) carryAssignmentEpochs(old *consumerMember) {
 	epochs := make(map[metadata.TopicPartition]int32, len(n.assigned)+len(n.pendingRevocation))
 	for _, s := range []partitionSet{n.assigned, n.pendingRevocation} {
 		for tp := range s {
-			if e, ok := old.assignmentEpochs[tp]; ok && (old.assigned[tp] || old.pendingRevocation[tp]) {
+			if e, ok := old.assignmentEpochs[tp]; ok { // old's epochs are exactly its partitions' (checkInvariants)
 				epochs[tp] = e
 			} else {
 				epochs[tp] = max(n.epoch, 0)

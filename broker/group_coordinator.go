@@ -185,8 +185,9 @@ func (c *groupCoordinator) serving(groupID string) (*partition, int16) {
 func (c *groupCoordinator) handleOffsetCommit(r *rpc.Request, req *kmsg.OffsetCommitRequest) {
 	b := c.b
 	resp := kmsg.NewPtrOffsetCommitResponse()
-	var refused map[metadata.TopicPartition]int16 // partitions the fence refused, answered with their own error
-	fill := func(code int16) {
+	// fill answers code for every partition but those refused, which are
+	// answered with their own error.
+	fill := func(code int16, refused map[metadata.TopicPartition]int16) {
 		resp.Topics = resp.Topics[:0]
 		for _, rt := range req.Topics {
 			tr := kmsg.NewOffsetCommitResponseTopic()
@@ -208,29 +209,21 @@ func (c *groupCoordinator) handleOffsetCommit(r *rpc.Request, req *kmsg.OffsetCo
 		code, fence = c.validateOffsetCommit(c.groups[req.Group], req.MemberID, instanceID(req.InstanceID), req.Generation, false, req.Version)
 	}
 	if code != 0 {
-		fill(code)
+		fill(code, nil)
 		r.Respond(resp)
 		return
 	}
-	var all []metadata.TopicPartition
-	for _, rt := range req.Topics {
-		for _, rp := range rt.Partitions {
-			all = append(all, metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
-		}
-	}
-	refused = c.refusedPartitions(req.Group, fence, all)
 	g := c.group(req.Group)
-	ob := offsetBatch{group: req.Group, now: b.e.WallClock()}
+	ob := offsetBatch{group: req.Group, now: b.e.WallClock(), fence: fence}
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
-			if _, ok := refused[metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}]; !ok {
-				ob.add(rt.Topic, rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata)
-			}
+			ob.add(rt.Topic, rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata)
 		}
 	}
+	c.probeRefused(&ob)
 	recs, tps, vals := ob.recs, ob.tps, ob.vals
-	if len(recs) == 0 && refused != nil {
-		fill(0) // every partition refused: nothing to write
+	if len(recs) == 0 && ob.refused != nil {
+		fill(0, ob.refused) // every partition refused: nothing to write
 		r.Respond(resp)
 		return
 	}
@@ -247,23 +240,33 @@ func (c *groupCoordinator) handleOffsetCommit(r *rpc.Request, req *kmsg.OffsetCo
 				g.offsets[tp] = vals[i]
 			}
 		}
-		fill(code)
+		fill(code, ob.refused)
 		r.Respond(resp)
 	})
 }
 
 // offsetBatch gathers the records of one offset commit (plain or
-// transactional) with the partitions and values they carry.
+// transactional) with the partitions and values they carry, leaving out
+// the partitions its fence refuses.
 type offsetBatch struct {
-	group string
-	now   env.Time
-	recs  []record.Record
-	tps   []metadata.TopicPartition
-	vals  []committedOffset
+	group   string
+	now     env.Time
+	fence   partitionFence
+	refused map[metadata.TopicPartition]int16 // partitions the fence refused, with their errors
+	recs    []record.Record
+	tps     []metadata.TopicPartition
+	vals    []committedOffset
 }
 
 func (ob *offsetBatch) add(topic string, partition int32, offset int64, leaderEpoch int32, meta *string) {
 	tp := metadata.TopicPartition{Topic: topic, Partition: partition}
+	if code := ob.fence.code(tp); code != 0 {
+		if ob.refused == nil {
+			ob.refused = map[metadata.TopicPartition]int16{}
+		}
+		ob.refused[tp] = code
+		return
+	}
 	o := committedOffset{Offset: offset, LeaderEpoch: leaderEpoch}
 	if meta != nil {
 		o.Metadata = *meta

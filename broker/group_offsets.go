@@ -55,22 +55,12 @@ func (f partitionFence) code(tp metadata.TopicPartition) int16 {
 	return f(tp)
 }
 
-// refusedPartitions is the partitions of a commit the fence refuses, with
-// their errors (nil if it refuses none); a refusal is a member fenced.
-func (c *groupCoordinator) refusedPartitions(group string, fence partitionFence, tps []metadata.TopicPartition) map[metadata.TopicPartition]int16 {
-	var refused map[metadata.TopicPartition]int16
-	for _, tp := range tps {
-		if code := fence.code(tp); code != 0 {
-			if refused == nil {
-				refused = map[metadata.TopicPartition]int16{}
-			}
-			refused[tp] = code
-		}
+// probeRefused counts a commit the fence refused some partitions of as a
+// member fenced.
+func (c *groupCoordinator) probeRefused(ob *offsetBatch) {
+	if ob.refused != nil {
+		c.b.e.Probe(probe.MemberFenced, ob.group)
 	}
-	if refused != nil {
-		c.b.e.Probe(probe.MemberFenced, group)
-	}
-	return refused
 }
 
 func (c *groupCoordinator) offsetCommitFence(g *group, memberID, instance string, generation int32, transactional bool, version int16) (int16, partitionFence) {
@@ -133,8 +123,9 @@ func (g *group) hasPendingCommit(tp metadata.TopicPartition) bool {
 // (KIP-447), and by producer epoch at the log.
 func (c *groupCoordinator) handleTxnOffsetCommit(r *rpc.Request, req *kmsg.TxnOffsetCommitRequest) {
 	resp := kmsg.NewPtrTxnOffsetCommitResponse()
-	var refused map[metadata.TopicPartition]int16 // partitions the fence refused, answered with their own error
-	respond := func(code int16) {
+	// respond answers code for every partition but those refused, which
+	// are answered with their own error.
+	respond := func(code int16, refused map[metadata.TopicPartition]int16) {
 		for _, rt := range req.Topics {
 			tr := kmsg.NewTxnOffsetCommitResponseTopic()
 			tr.Topic = rt.Topic
@@ -164,17 +155,16 @@ func (c *groupCoordinator) handleTxnOffsetCommit(r *rpc.Request, req *kmsg.TxnOf
 	}
 	p, code, _ := validate()
 	if code != 0 {
-		respond(code)
+		respond(code, nil)
 		return
 	}
 	write := func() {
 		p, code, fence := validate() // again: the verification took a round trip
 		if code != 0 {
-			respond(code)
+			respond(code, nil)
 			return
 		}
-		refused = c.refusedPartitions(req.Group, fence, txnOffsetPartitions(req))
-		c.writeTxnOffsets(p, req, refused, respond)
+		c.writeTxnOffsets(p, req, fence, respond)
 	}
 	if !c.b.cfg.TransactionPartitionVerification {
 		write()
@@ -192,37 +182,26 @@ func (c *groupCoordinator) handleTxnOffsetCommit(r *rpc.Request, req *kmsg.TxnOf
 			case kerr.InvalidProducerEpoch.Code:
 				code = fencedCode(req.Version, 3)
 			}
-			respond(code)
+			respond(code, nil)
 			return
 		}
 		write()
 	})
 }
 
-func txnOffsetPartitions(req *kmsg.TxnOffsetCommitRequest) []metadata.TopicPartition {
-	var tps []metadata.TopicPartition
-	for _, rt := range req.Topics {
-		for _, rp := range rt.Partitions {
-			tps = append(tps, metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition})
-		}
-	}
-	return tps
-}
-
-// writeTxnOffsets writes the partitions of req the fence did not refuse.
-func (c *groupCoordinator) writeTxnOffsets(p *partition, req *kmsg.TxnOffsetCommitRequest, refused map[metadata.TopicPartition]int16, respond func(int16)) {
+// writeTxnOffsets writes the partitions of req the fence does not refuse.
+func (c *groupCoordinator) writeTxnOffsets(p *partition, req *kmsg.TxnOffsetCommitRequest, fence partitionFence, respond func(int16, map[metadata.TopicPartition]int16)) {
 	g := c.group(req.Group)
-	ob := offsetBatch{group: req.Group, now: c.b.e.WallClock()}
+	ob := offsetBatch{group: req.Group, now: c.b.e.WallClock(), fence: fence}
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
-			if _, ok := refused[metadata.TopicPartition{Topic: rt.Topic, Partition: rp.Partition}]; !ok {
-				ob.add(rt.Topic, rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata)
-			}
+			ob.add(rt.Topic, rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata)
 		}
 	}
+	c.probeRefused(&ob)
 	recs, tps, vals := ob.recs, ob.tps, ob.vals
 	if len(recs) == 0 {
-		respond(0)
+		respond(0, ob.refused)
 		return
 	}
 	h := record.NewHeader()
@@ -247,7 +226,7 @@ func (c *groupCoordinator) writeTxnOffsets(p *partition, req *kmsg.TxnOffsetComm
 				pend[tp] = vals[i]
 			}
 		}
-		respond(code)
+		respond(code, ob.refused)
 	})
 }
 
