@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/kafkasim/kafkasim/broker/metadata"
-	"github.com/kafkasim/kafkasim/broker/record"
 	"github.com/kafkasim/kafkasim/broker/rpc"
 	"github.com/kafkasim/kafkasim/env"
 	"github.com/kafkasim/kafkasim/probe"
@@ -42,11 +41,10 @@ import (
 //
 // The group's state is written to __consumer_offsets as Kafka's records
 // (consumer_group_records.go), so that the next coordinator resumes the
-// group with its epochs and assignments. Applying a change and answering
-// come after its records are committed; if writing fails, the answer is
-// the error, and the change already applied in memory stays (Kafka would
-// revert it) — the coordinator is usually losing the partition then, and
-// its successor loads only what was committed.
+// group with its epochs and assignments. A change is applied in memory
+// and answered once its records are committed; if the partition's leader
+// refuses them, the change is undone and the answer is the error
+// (group_write.go, as Kafka's CoordinatorRuntime reverts).
 //
 // Not modelled: migration between the protocols
 // (group.consumer.migration.policy) — a classic group with members
@@ -335,7 +333,7 @@ func (c *groupCoordinator) handleConsumerGroupHeartbeat(r *rpc.Request, req *kms
 		fail(&heartbeatError{code: code})
 		return
 	}
-	var w groupWrite
+	w := c.beginWrite(req.Group)
 	var resp *kmsg.ConsumerGroupHeartbeatResponse
 	var e *heartbeatError
 	if req.MemberEpoch == leaveGroupMemberEpoch || req.MemberEpoch == leaveGroupStaticMemberEpoch {
@@ -354,23 +352,6 @@ func (c *groupCoordinator) handleConsumerGroupHeartbeat(r *rpc.Request, req *kms
 		}
 		c.b.respond(r, resp)
 	})
-}
-
-// groupWrite gathers the records of one change of a group.
-type groupWrite struct{ recs []record.Record }
-
-func (w *groupWrite) add(key, value []byte) {
-	w.recs = append(w.recs, record.Record{Key: key, Value: value})
-}
-
-// write appends w's records to the group's offsets partition, then calls
-// done; with no records, at once.
-func (c *groupCoordinator) write(p *partition, w groupWrite, done func(code int16)) {
-	if len(w.recs) == 0 {
-		done(0)
-		return
-	}
-	c.b.appendReplicated(p, w.recs, done)
 }
 
 // consumerGroupFor is Kafka's getOrMaybeCreateConsumerGroup: a join may
@@ -794,13 +775,23 @@ func (c *groupCoordinator) reconcile(w *groupWrite, g *group, m *consumerMember,
 // rebalance timeout to do so: still at this epoch then, it is fenced
 // (Kafka's scheduleConsumerGroupRebalanceTimeout).
 func (c *groupCoordinator) scheduleConsumerRebalance(g *group, m *consumerMember) {
+	c.armConsumerRebalance(g, m, m.rebalanceTimeout)
+}
+
+// armConsumerRebalance sets m's rebalance timer to fire after d (in
+// place of any it had); a fence the log refuses is tried again after
+// coordinatorTimerRetryBackoff (group_write.go).
+func (c *groupCoordinator) armConsumerRebalance(g *group, m *consumerMember, d time.Duration) {
+	if m.rebalanceTimer != 0 {
+		c.b.e.Cancel(m.rebalanceTimer)
+	}
 	cg, id, epoch := g.consumer, m.id, m.epoch
 	var t env.TimerID
-	t = c.b.e.AfterFunc(m.rebalanceTimeout, func() {
+	t = c.b.e.AfterFunc(d, func() {
 		if cur := cg.members[id]; c.groups[g.id] == g && g.consumer == cg && cur != nil && cur.rebalanceTimer == t {
 			cur.rebalanceTimer = 0
-			if cur.epoch == epoch {
-				c.fenceConsumerMemberLater(g, cur, "it did not revoke its partitions within the rebalance timeout")
+			if cur.epoch == epoch && !c.fenceConsumerMemberLater(g, cur, "it did not revoke its partitions within the rebalance timeout") {
+				c.armConsumerRebalance(g, cg.members[id], coordinatorTimerRetryBackoff)
 			}
 		}
 	})
@@ -881,31 +872,42 @@ func nextAssignment(m *consumerMember, targetEpoch int32, target, owned partitio
 // scheduleConsumerSession restarts m's session clock: a member silent for
 // group.consumer.session.timeout.ms is fenced.
 func (c *groupCoordinator) scheduleConsumerSession(g *group, m *consumerMember) {
+	c.armConsumerSession(g, m, c.b.cfg.GroupConsumerSessionTimeout)
+}
+
+// armConsumerSession sets m's session timer to fire after d (in place of
+// any it had); a fence the log refuses is tried again after
+// coordinatorTimerRetryBackoff (group_write.go).
+func (c *groupCoordinator) armConsumerSession(g *group, m *consumerMember, d time.Duration) {
 	if m.sessionTimer != 0 {
 		c.b.e.Cancel(m.sessionTimer)
 	}
 	cg, id := g.consumer, m.id
 	var t env.TimerID
-	t = c.b.e.AfterFunc(c.b.cfg.GroupConsumerSessionTimeout, func() {
+	t = c.b.e.AfterFunc(d, func() {
 		if cur := cg.members[id]; c.groups[g.id] == g && g.consumer == cg && cur != nil && cur.sessionTimer == t {
 			cur.sessionTimer = 0
-			c.fenceConsumerMemberLater(g, cur, "its session expired")
+			if !c.fenceConsumerMemberLater(g, cur, "its session expired") {
+				c.armConsumerSession(g, cg.members[id], coordinatorTimerRetryBackoff)
+			}
 		}
 	})
 	m.sessionTimer = t
 }
 
 // fenceConsumerMemberLater fences m on a timer: there is no request to
-// answer, and the records are written for the next coordinator.
-func (c *groupCoordinator) fenceConsumerMemberLater(g *group, m *consumerMember, why string) {
+// answer, and the records are written for the next coordinator. False if
+// the log refused them, the fence undone (the member is back).
+func (c *groupCoordinator) fenceConsumerMemberLater(g *group, m *consumerMember, why string) bool {
 	p, code := c.serving(g.id)
 	if code != 0 {
-		return
+		return true // not the coordinator: Kafka drops the timer's operation
 	}
-	var w groupWrite
+	w := c.beginWrite(g.id)
 	c.fenceConsumerMember(&w, g, m, why)
-	c.write(p, w, func(int16) {})
+	written := c.write(p, w, func(int16) {})
 	c.checkInvariants()
+	return written
 }
 
 // fenceConsumerMember is Kafka's consumerGroupFenceMember: m is removed,
@@ -1100,17 +1102,25 @@ func (c *groupCoordinator) resumeConsumerGroup(g *group) {
 // classicFromEmptyConsumerGroup turns an empty consumer group that a
 // JoinGroup names into a classic group, its records deleted (Kafka's
 // maybeDeleteEmptyConsumerGroup); its offsets stay.
-func (c *groupCoordinator) classicFromEmptyConsumerGroup(g *group) {
+// A non-zero code if the log refused the tombstones: the group is then
+// still the consumer group.
+func (c *groupCoordinator) classicFromEmptyConsumerGroup(g *group) int16 {
+	p, code := c.serving(g.id)
+	if code != 0 {
+		return code
+	}
 	c.b.e.Log("group-converted", "group", g.id, "to", "classic")
-	var w groupWrite
+	w := c.beginWrite(g.id)
 	for _, k := range consumerGroupTombstoneKeys(g.id) {
 		w.add(k, nil)
 	}
 	c.unloadConsumerGroup(g)
 	g.consumer = nil
-	if p, code := c.serving(g.id); code == 0 {
-		c.write(p, w, func(int16) {})
+	var refused int16
+	if !c.write(p, w, func(code int16) { refused = code }) { // answered at once
+		return refused
 	}
+	return 0
 }
 
 // unloadConsumerGroup stops a consumer group's timers.

@@ -352,6 +352,113 @@ func TestConsumerGroupEpochsAndAssignmentSurviveCoordinatorFailover(t *testing.T
 	require.Zero(t, a.commit(a.epoch, metadata.TopicPartition{Topic: "orders", Partition: 0}, 7))
 }
 
+// A heartbeat's change is made in memory and written to
+// __consumer_offsets. When the offsets partition's leader refuses the
+// records (its ISR is below min.insync.replicas), the change must be
+// undone, as Kafka's CoordinatorRuntime reverts it: kept, a member's
+// release of a partition the log never held lets the coordinator give
+// that partition to another member, and the next coordinator loads a log
+// in which two members own it (pipeline-process-then-commit-848, seed
+// 797 of 10,000: "input/1 owned by members ... and ...").
+func TestAHeartbeatWhoseRecordsTheLogRefusesLeavesTheGroupAsItWas(t *testing.T) {
+	cfg := config.Default()
+	cfg.MinInsyncReplicas = 2
+	cfg.ReplicaLagTimeMax = 2 * time.Second // the ISR shrinks within a's rebalance timeout (5 s)
+	c := newCluster(t, 67, 3, cfg)
+	c.createTopic("orders", 2, 3)
+	a, b := c.member848("consumer-a", "etl", "orders"), c.member848("consumer-b", "etl", "orders")
+	require.Zero(t, a.heartbeat())
+	require.Zero(t, b.heartbeat())
+	require.Empty(t, b.assigned)
+	a.holdRevocation = true
+	require.Zero(t, a.heartbeat()) // told to revoke one
+	require.Len(t, a.assigned, 1)
+	revoking := c.describeConsumerGroup("etl")
+	require.Equal(t, "Reconciling", revoking.State)
+
+	// The coordinator is cut off from its followers until the offsets
+	// partition's ISR is the coordinator alone; heartbeats that change
+	// nothing write nothing, and keep both members' sessions alive.
+	offsets := metadata.TopicPartition{Topic: metadata.OffsetsTopic, Partition: metadata.PartitionFor("etl", c.cfg.OffsetsTopicPartitions)}
+	c.isolateFromFollowers(a.coord)
+	for i := 0; ; i++ {
+		require.Less(t, i, 4, "the offsets partition's ISR never shrank")
+		if s, _ := c.broker(a.coord).Partition(offsets); len(s.ISR) == 1 {
+			break
+		}
+		require.NoError(t, c.w.RunFor(time.Second))
+		require.Zero(t, a.heartbeat())
+		require.Zero(t, b.heartbeat())
+	}
+	a.owned = a.assigned // a revokes, and says so
+	require.Equal(t, kerr.CoordinatorNotAvailable.Code, a.heartbeat(), "a's release is refused: NOT_ENOUGH_REPLICAS")
+	require.Equal(t, revoking.Members, c.describeConsumerGroup("etl").Members, "and undone: a still revoking")
+
+	c.w.Heal()
+	ok, err := c.w.RunWhile(func() bool { s, _ := c.broker(a.coord).Partition(offsets); return len(s.ISR) < 2 }, 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok, "the offsets partition's ISR never grew back")
+	require.Zero(t, b.heartbeat())
+	require.Empty(t, b.assigned, "the partition is still a's: its release was not written")
+	require.Zero(t, a.heartbeat())
+	require.Zero(t, b.heartbeat())
+	require.Len(t, b.assigned, 1)
+	require.NotEqual(t, a.assigned, b.assigned)
+
+	// The next coordinator loads a log that agrees (its invariants would
+	// panic on a partition owned twice).
+	before := c.describeConsumerGroup("etl")
+	crashed := a.coord
+	c.w.Node(c.brokers[crashed]).Crash()
+	a.coord = c.waitLeader(offsets, crashed, 30*time.Second)
+	b.coord = a.coord
+	require.Equal(t, before.Members, c.describeConsumerGroup("etl").Members)
+	require.Zero(t, a.heartbeat())
+	require.Zero(t, b.heartbeat())
+}
+
+// A member fenced by its session timeout while the log refuses the fence
+// stays in the group, and the fence is tried again every 500 ms until it
+// is written (Kafka's coordinator timers retry a failed write after their
+// retry backoff).
+func TestASessionFenceTheLogRefusesIsTriedAgainUntilWritten(t *testing.T) {
+	cfg := config.Default()
+	cfg.MinInsyncReplicas = 2
+	cfg.ReplicaLagTimeMax = 2 * time.Second
+	c := newCluster(t, 68, 3, cfg)
+	c.createTopic("orders", 2, 3)
+	a, b := c.member848("consumer-a", "etl", "orders"), c.member848("consumer-b", "etl", "orders")
+	settle(t, a, b)
+	require.Len(t, b.assigned, 1)
+
+	// b falls silent; the offsets partition's ISR shrinks to the
+	// coordinator; b's session expires with the log refusing its fence.
+	offsets := metadata.TopicPartition{Topic: metadata.OffsetsTopic, Partition: metadata.PartitionFor("etl", c.cfg.OffsetsTopicPartitions)}
+	c.isolateFromFollowers(a.coord)
+	silence := c.cfg.GroupConsumerSessionTimeout + 3*time.Second
+	for elapsed := time.Duration(0); elapsed < silence; elapsed += time.Second {
+		require.NoError(t, c.w.RunFor(time.Second))
+		require.Zero(t, a.heartbeat())
+	}
+	s, _ := c.broker(a.coord).Partition(offsets)
+	require.Len(t, s.ISR, 1)
+	d := c.describeConsumerGroup("etl")
+	require.Len(t, d.Members, 2, "b's fence was refused, and undone")
+
+	c.w.Heal()
+	ok, err := c.w.RunWhile(func() bool { s, _ := c.broker(a.coord).Partition(offsets); return len(s.ISR) < 2 }, 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok, "the offsets partition's ISR never grew back")
+	require.NoError(t, c.w.RunFor(time.Second))
+	d = c.describeConsumerGroup("etl")
+	require.Len(t, d.Members, 1, "the fence was tried again, and written")
+	require.Equal(t, "consumer-a-id", d.Members[0].MemberID)
+	require.Zero(t, a.heartbeat())
+	require.Zero(t, a.heartbeat())
+	require.Equal(t, partitionsOf("orders", 0, 1), a.assigned)
+	require.Equal(t, kerr.UnknownMemberID.Code, b.heartbeat())
+}
+
 func TestAStaticMemberThatLeftIsReplacedByItsNextIncarnation(t *testing.T) {
 	c := newCluster(t, 66, 3, config.Default())
 	c.createTopic("orders", 2, 3)

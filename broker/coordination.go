@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kafkasim/kafkasim/broker/defect"
+	"github.com/kafkasim/kafkasim/broker/log"
 	"github.com/kafkasim/kafkasim/broker/metadata"
 	"github.com/kafkasim/kafkasim/broker/record"
 	"github.com/kafkasim/kafkasim/broker/rpc"
@@ -158,26 +159,41 @@ func (b *Broker) appendReplicated(p *partition, recs []record.Record, done func(
 // commit names its group: the coordinator then hits
 // offset-commit-awaiting-replication while it waits.
 func (b *Broker) appendReplicatedBatch(p *partition, h record.BatchHeader, recs []record.Record, offsetsOf string, done func(base int64, code int16)) {
+	res, code := b.appendInternal(p, h, recs, offsetsOf)
+	if code != 0 {
+		done(-1, code)
+		return
+	}
+	b.awaitInternal(p, res, func(code int16) { done(res.FirstOffset, code) })
+}
+
+// appendInternal appends records to internal partition p as its leader;
+// a non-zero code (as a coordinator answers it) if they were refused.
+func (b *Broker) appendInternal(p *partition, h record.BatchHeader, recs []record.Record, offsetsOf string) (log.AppendResult, int16) {
 	h.FirstTimestamp = b.e.WallClock().UnixMilli()
 	batch, err := record.Encode(h, recs)
 	if err != nil {
-		done(-1, kerr.UnknownServerError.Code)
-		return
+		return log.AppendResult{}, kerr.UnknownServerError.Code
 	}
 	res, code := b.appendAsLeader(p.tp, batch, -1)
 	if code != 0 {
-		done(-1, coordinatorCode(code))
-		return
+		return log.AppendResult{}, coordinatorCode(code)
 	}
 	if offsetsOf != "" && p.highWatermark() <= res.LastOffset {
 		b.e.Probe(probe.OffsetCommitAwaitingReplication, offsetsOf)
 	}
+	return res, 0
+}
+
+// awaitInternal calls done once the records appendInternal appended
+// (res) are committed, or with why they may not be (awaitReplicated).
+func (b *Broker) awaitInternal(p *partition, res log.AppendResult, done func(code int16)) {
 	if (p.tp.Topic == metadata.TransactionTopic && b.cfg.Defects.Has(defect.TxnStateAdoptedBeforeReplication)) ||
 		(p.tp.Topic == metadata.OffsetsTopic && b.cfg.Defects.Has(defect.OffsetCommitAckedBeforeReplication)) {
-		done(res.FirstOffset, 0)
+		done(0)
 		return
 	}
-	b.awaitReplicated(p, res.LastOffset+1, func(code int16) { done(res.FirstOffset, code) })
+	b.awaitReplicated(p, res.LastOffset+1, done)
 }
 
 // awaitReplicated calls done with 0 once p's high watermark reaches

@@ -283,7 +283,10 @@ func (c *groupCoordinator) handleJoinGroup(r *rpc.Request, req *kmsg.JoinGroupRe
 			fail(kerr.InconsistentGroupProtocol.Code, req.MemberID)
 			return
 		}
-		c.classicFromEmptyConsumerGroup(g)
+		if code := c.classicFromEmptyConsumerGroup(g); code != 0 {
+			fail(code, req.MemberID)
+			return
+		}
 	}
 	if req.MemberID == "" {
 		if g == nil {

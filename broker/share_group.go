@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/kafkasim/kafkasim/broker/metadata"
 	"github.com/kafkasim/kafkasim/broker/rpc"
@@ -150,7 +151,7 @@ func (c *groupCoordinator) handleShareGroupHeartbeat(r *rpc.Request, req *kmsg.S
 		fail(&heartbeatError{code: code})
 		return
 	}
-	var w groupWrite
+	w := c.beginWrite(req.GroupID)
 	var resp *kmsg.ShareGroupHeartbeatResponse
 	var e *heartbeatError
 	if req.MemberEpoch == leaveGroupMemberEpoch {
@@ -353,12 +354,19 @@ func simpleAssign(members []*shareMember, subs [][]string, topics map[string]int
 // scheduleShareSession restarts m's session clock: a member silent for
 // share.session.timeout.ms is fenced.
 func (c *groupCoordinator) scheduleShareSession(g *group, m *shareMember) {
+	c.armShareSession(g, m, c.b.shareSettings(g.id).SessionTimeout)
+}
+
+// armShareSession sets m's session timer to fire after d (in place of any
+// it had); a fence the log refuses is tried again after
+// coordinatorTimerRetryBackoff (group_write.go).
+func (c *groupCoordinator) armShareSession(g *group, m *shareMember, d time.Duration) {
 	if m.sessionTimer != 0 {
 		c.b.e.Cancel(m.sessionTimer)
 	}
 	sg, id := g.share, m.id
 	var t env.TimerID
-	t = c.b.e.AfterFunc(c.b.shareSettings(g.id).SessionTimeout, func() {
+	t = c.b.e.AfterFunc(d, func() {
 		cur := sg.members[id]
 		if c.groups[g.id] != g || g.share != sg || cur == nil || cur.sessionTimer != t {
 			return
@@ -368,9 +376,11 @@ func (c *groupCoordinator) scheduleShareSession(g *group, m *shareMember) {
 		if code != 0 {
 			return
 		}
-		var w groupWrite
+		w := c.beginWrite(g.id)
 		c.fenceShareMember(&w, g, cur, "its session expired")
-		c.write(p, w, func(int16) {})
+		if !c.write(p, w, func(int16) {}) {
+			c.armShareSession(g, sg.members[id], coordinatorTimerRetryBackoff)
+		}
 		c.checkInvariants()
 	})
 	m.sessionTimer = t

@@ -26,6 +26,11 @@ import (
 //     assigned (OnPartitionsAssigned, with the added partitions, called
 //     after every reconciliation, even with none: Kafka's incremental
 //     callback), and a heartbeat at once acknowledges what it owns now.
+//     The first assignment after a join is always reconciled, an empty one
+//     too (the member's current assignment is none until then: Kafka's
+//     LocalAssignment.NONE), so OnPartitionsAssigned tells the
+//     application that its membership is new: a transaction it opened
+//     before it was fenced must not commit under the new epoch.
 //     The coordinator gives partitions another member held only once that
 //     member acknowledged their revocation.
 //   - FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID (the member was fenced:
@@ -56,6 +61,9 @@ type consumerProtocol struct {
 	target []kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic
 	// reconciling: callbacks of a reconciliation are under way.
 	reconciling bool
+	// unassigned: no assignment reconciled since the join (Kafka's
+	// LocalAssignment.NONE).
+	unassigned bool
 	// inflight is the join (seq) whose heartbeat is out, 0 for none: one
 	// of an older join does not hold the new join's back. ackDue: send
 	// another once it is back.
@@ -213,6 +221,7 @@ func (c *Consumer) handleConsumerHeartbeat(seq uint64, req *kmsg.ConsumerGroupHe
 	if g.state == memberJoining {
 		g.state = memberStable
 		g.owned = []TopicPartition{}
+		cp.unassigned = true
 		c.e.Log("consumer-joined", "client", c.opts.ClientID, "group", c.opts.GroupID, "member", g.memberID, "epoch", r.MemberEpoch)
 	}
 	g.generation = r.MemberEpoch
@@ -277,10 +286,10 @@ func (c *Consumer) reconcile(seq uint64) {
 			added = append(added, tp)
 		}
 	}
-	if len(revoked) == 0 && len(added) == 0 {
+	if len(revoked) == 0 && len(added) == 0 && !cp.unassigned {
 		return
 	}
-	cp.reconciling = true
+	cp.reconciling, cp.unassigned = true, false
 	c.e.Log("consumer-reconciling", "client", c.opts.ClientID, "group", c.opts.GroupID, "epoch", g.generation, "revoked", fmt.Sprint(revoked), "added", fmt.Sprint(added))
 	if cb := g.listener.OnPartitionsRevoked; cb != nil && len(revoked) > 0 {
 		c.note(func() { cb(revoked) })

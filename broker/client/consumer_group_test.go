@@ -87,3 +87,27 @@ func TestAConsumerProtocolMemberFencedBySessionTimeoutRejoins(t *testing.T) {
 	require.Equal(t, [][]client.TopicPartition{mine}, a.lost)
 	w.runUntil(func() bool { return len(a.owns()) == 1 && len(b.owns()) == 1 }, 30*time.Second, "a rejoins and gets a partition back")
 }
+
+// A fenced member that rejoins into an empty assignment still hears
+// OnPartitionsAssigned (with none), as Kafka's consumer reconciles the
+// first assignment after a join from none: the application learns its
+// membership is new, and a transaction it opened before it was fenced
+// must not commit offsets under the new epoch (eos-consume-transform-
+// produce-848, seed 371 of 10,000, committed one twice).
+func TestAFencedMemberThatRejoinsToNothingHearsAnEmptyAssignment(t *testing.T) {
+	w := newWorld(t, 49, config.Default(), "client", "app-1", "app-2")
+	w.createTopic("jobs", 1, 3)
+	a := w.subscribe848("app-1", "consumer-a", "crew", "jobs")
+	w.runUntil(func() bool { return len(a.owns()) == 1 }, 30*time.Second, "a owns the partition")
+	b := w.subscribe848("app-2", "consumer-b", "crew", "jobs")
+	w.runUntil(func() bool { return len(b.assigned) == 1 }, 30*time.Second, "b joined, to nothing")
+	require.Empty(t, b.assigned[0], "b's first assignment is empty, and b heard it")
+
+	w.w.Node("app-1").Pause()
+	w.runUntil(func() bool { return len(b.owns()) == 1 }, 30*time.Second, "b takes over")
+	calls := len(a.assigned)
+	w.w.Node("app-1").Resume()
+	w.runUntil(func() bool { return len(a.lost) == 1 && len(a.assigned) > calls }, 30*time.Second, "a rejoins")
+	require.Empty(t, a.assigned[len(a.assigned)-1], "a hears its new, empty assignment")
+	require.Empty(t, a.owns())
+}
