@@ -905,9 +905,9 @@ func (c *groupCoordinator) fenceConsumerMemberLater(g *group, m *consumerMember,
 	}
 	w := c.beginWrite(g.id)
 	c.fenceConsumerMember(&w, g, m, why)
-	written := c.write(p, w, func(int16) {})
+	refused := c.write(p, w, func(int16) {})
 	c.checkInvariants()
-	return written
+	return refused == 0
 }
 
 // fenceConsumerMember is Kafka's consumerGroupFenceMember: m is removed,
@@ -1116,11 +1116,7 @@ func (c *groupCoordinator) classicFromEmptyConsumerGroup(g *group) int16 {
 	}
 	c.unloadConsumerGroup(g)
 	g.consumer = nil
-	var refused int16
-	if !c.write(p, w, func(code int16) { refused = code }) { // answered at once
-		return refused
-	}
-	return 0
+	return c.write(p, w, func(int16) {})
 }
 
 // unloadConsumerGroup stops a consumer group's timers.

@@ -94,12 +94,13 @@ func (c *groupCoordinator) beginWrite(id string) groupWrite {
 }
 
 // write appends w's records to the group's offsets partition, then calls
-// done; with no records, at once. It reports false if the leader refused
-// the records, the change then undone (revert).
-func (c *groupCoordinator) write(p *partition, w groupWrite, done func(code int16)) bool {
+// done; with no records, at once. If the leader refused the records, the
+// change is undone (revert), done is called at once with the error, and
+// write returns it too; else write returns 0.
+func (c *groupCoordinator) write(p *partition, w groupWrite, done func(code int16)) (refused int16) {
 	if len(w.recs) == 0 {
 		done(0)
-		return true
+		return 0
 	}
 	res, code := c.b.appendInternal(p, record.NewHeader(), w.recs, "")
 	if code != 0 {
@@ -107,10 +108,10 @@ func (c *groupCoordinator) write(p *partition, w groupWrite, done func(code int1
 			c.revert(w.before)
 		}
 		done(code)
-		return false
+		return code
 	}
 	c.b.awaitInternal(p, res, done)
-	return true
+	return 0
 }
 
 // revert puts group s.id back as s holds it.

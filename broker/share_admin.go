@@ -249,15 +249,19 @@ func (c *groupCoordinator) handleDescribeShareGroupOffsets(r *rpc.Request, req *
 func (c *groupCoordinator) handleAlterShareGroupOffsets(r *rpc.Request, req *kmsg.AlterShareGroupOffsetsRequest) {
 	resp := kmsg.NewPtrAlterShareGroupOffsetsResponse()
 	p, code := c.serving(req.GroupID)
-	var w groupWrite
 	var g *group
 	if code == 0 {
+		// A group this creates is written at once, on its own: the
+		// initialized partitions come in a later step (group_write.go).
+		w := c.beginWrite(req.GroupID)
 		var e *heartbeatError
 		if g, e = c.shareGroupFor(&w, req.GroupID, true); e != nil {
 			code = e.code
 			resp.ErrorMessage = kmsg.StringPtr(e.msg)
 		} else if len(g.share.members) > 0 {
 			code = kerr.NonEmptyGroup.Code
+		} else {
+			code = c.write(p, w, func(int16) {})
 		}
 	}
 	if code != 0 {
@@ -303,6 +307,7 @@ func (c *groupCoordinator) handleAlterShareGroupOffsets(r *rpc.Request, req *kms
 				done[tp] = true
 			}
 		}
+		w := c.beginWrite(group)
 		if c.groups[group] == g && g.share != nil {
 			c.markShareInitialized(&w, g, done)
 		}
@@ -358,7 +363,7 @@ func (c *groupCoordinator) handleDeleteShareGroupOffsets(r *rpc.Request, req *km
 	}
 	group := req.GroupID
 	c.deleteShareState(group, del, func(codes map[metadata.TopicPartition]int16) {
-		var w groupWrite
+		w := c.beginWrite(group)
 		if c.groups[group] == g && g.share != nil {
 			changed := false
 			for tp := range del {

@@ -378,7 +378,7 @@ func (c *groupCoordinator) armShareSession(g *group, m *shareMember, d time.Dura
 		}
 		w := c.beginWrite(g.id)
 		c.fenceShareMember(&w, g, cur, "its session expired")
-		if !c.write(p, w, func(int16) {}) {
+		if c.write(p, w, func(int16) {}) != 0 {
 			c.armShareSession(g, sg.members[id], coordinatorTimerRetryBackoff)
 		}
 		c.checkInvariants()
