@@ -2,6 +2,7 @@ package client
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -64,6 +65,13 @@ type consumerProtocol struct {
 	// unassigned: no assignment reconciled since the join (Kafka's
 	// LocalAssignment.NONE).
 	unassigned bool
+	// topicIDs are the ids of the topics of the assignments reconciled,
+	// by name: a heartbeat reports the partitions the member owns by the
+	// ids they were assigned by, as Kafka's LocalAssignment keys them,
+	// whatever the metadata says of the topic now. Left out, an owned
+	// partition would count as revoked, and the coordinator would give it
+	// to another member while this one still processes it.
+	topicIDs map[string][16]byte
 	// inflight is the join (seq) whose heartbeat is out, 0 for none: one
 	// of an older join does not hold the new join's back. ackDue: send
 	// another once it is back.
@@ -112,7 +120,7 @@ func (c *Consumer) consumerHeartbeatRequest() *kmsg.ConsumerGroupHeartbeatReques
 		return req
 	}
 	for _, tp := range g.owned {
-		id, ok := c.cl.topicID(tp.Topic)
+		id, ok := g.consumer.topicIDs[tp.Topic] // every reconciled topic has one
 		if !ok {
 			continue
 		}
@@ -263,12 +271,14 @@ func (c *Consumer) reconcile(seq uint64) {
 		return
 	}
 	var target []TopicPartition
+	names := make(map[string][16]byte, len(cp.target))
 	for _, t := range cp.target {
 		name, ok := c.cl.topicName(t.TopicID)
 		if !ok {
 			c.cl.requestUpdate()
 			return
 		}
+		names[name] = t.TopicID
 		for _, p := range t.Partitions {
 			target = append(target, TopicPartition{Topic: name, Partition: p})
 		}
@@ -290,6 +300,7 @@ func (c *Consumer) reconcile(seq uint64) {
 		return
 	}
 	cp.reconciling, cp.unassigned = true, false
+	maps.Copy(cp.topicIDs, names)
 	c.e.Log("consumer-reconciling", "client", c.opts.ClientID, "group", c.opts.GroupID, "epoch", g.generation, "revoked", fmt.Sprint(revoked), "added", fmt.Sprint(added))
 	if cb := g.listener.OnPartitionsRevoked; cb != nil && len(revoked) > 0 {
 		c.note(func() { cb(revoked) })

@@ -88,6 +88,26 @@ func TestAConsumerProtocolMemberFencedBySessionTimeoutRejoins(t *testing.T) {
 	w.runUntil(func() bool { return len(a.owns()) == 1 && len(b.owns()) == 1 }, 30*time.Second, "a rejoins and gets a partition back")
 }
 
+// A member reports the partitions it owns by the topic ids they were
+// assigned by, whatever its metadata says of the topic now: a broker just
+// restarted answered Metadata before its image caught up (topic unknown),
+// the member left the partition out of its heartbeat, and the coordinator
+// took it for revoked and gave it to another member while this one still
+// processed it (eos-consume-transform-produce-848, seed 9469 of 10,000,
+// committed an output twice).
+func TestAMemberReportsWhatItOwnsWhileItsMetadataSaysTheTopicIsUnknown(t *testing.T) {
+	w := newWorld(t, 50, config.Default(), "client", "app-1")
+	w.createTopic("jobs", 2, 3)
+	a := w.subscribe848("app-1", "consumer-a", "crew", "jobs")
+	w.runUntil(func() bool { return len(a.owns()) == 2 }, 30*time.Second, "a owns both partitions")
+	owned := -1
+	w.exec("app-1", func(*app) {
+		a.c.ForgetTopic("jobs")
+		owned = a.c.HeartbeatOwned()
+	})
+	require.Equal(t, 2, owned, "the heartbeat still reports both partitions")
+}
+
 // A fenced member that rejoins into an empty assignment still hears
 // OnPartitionsAssigned (with none), as Kafka's consumer reconciles the
 // first assignment after a join from none: the application learns its

@@ -128,7 +128,7 @@ func (c *Consumer) Subscribe(topics []string, l RebalanceListener) error {
 	if c.group == nil {
 		c.group = &membership{generation: -1, joined: GroupMetadata{GroupID: c.opts.GroupID, GenerationID: -1}}
 		if c.opts.GroupProtocol == GroupProtocolConsumer {
-			c.group.consumer = &consumerProtocol{}
+			c.group.consumer = &consumerProtocol{topicIDs: map[string][16]byte{}}
 		}
 	}
 	g := c.group
