@@ -43,10 +43,11 @@ type Options struct {
 
 // Broker is one broker process.
 type Broker struct {
-	opts Options
-	cfg  config.Cluster
-	e    env.Env
-	rt   *rpc.Router
+	opts   Options
+	cfg    config.Cluster
+	e      env.Env
+	rt     *rpc.Router
+	server *rpc.Server // held until the first publish: see rpc.Server.Hold
 
 	controller  *controllerChannel
 	incarnation [16]byte
@@ -119,7 +120,9 @@ func (b *Broker) Start(e env.Env) {
 	for i := range b.incarnation {
 		b.incarnation[i] = byte(r.Uint64())
 	}
-	b.rt = rpc.NewRouter(e, rpc.NewServer(Versions, b.serve))
+	b.server = rpc.NewServer(Versions, b.serve)
+	b.server.Hold() // until the first publish (publishMetadata)
+	b.rt = rpc.NewRouter(e, b.server)
 	b.controller = newControllerChannel(b, b.opts.Controllers)
 	e.Log("broker-start", "id", b.opts.ID)
 	if !b.followMetadataLog() {
@@ -230,6 +233,9 @@ func (b *Broker) sendHeartbeat() {
 			b.metadataCaughtUp()
 		case !b.installed:
 			b.e.AfterFunc(10*time.Millisecond, b.sendHeartbeat)
+		}
+		if r.ErrorCode == 0 && !r.IsFenced && b.readyToUnfence() {
+			b.server.Open() // unfenced: BrokerServer enables request processing now
 		}
 	})
 }

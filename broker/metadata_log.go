@@ -29,7 +29,11 @@ import (
 // restarted broker cannot register while its old incarnation's session
 // lives, and by then the controller has moved its leaderships away, so it
 // never acts on the image its old incarnation had. After its first
-// publish it asks to be unfenced (readyToUnfence).
+// publish it asks to be unfenced (readyToUnfence), and it serves
+// requests only once the controller has unfenced it (rpc.Server.Hold, as
+// BrokerServer.startup enables request processing only after
+// lifecycleManager.setReadyToUnfence's future), so no client hears an
+// image that has not caught up.
 
 // followMetadataLog starts the broker's observer; false if it halted.
 func (b *Broker) followMetadataLog() bool {

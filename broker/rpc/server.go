@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/kafkasim/kafkasim/broker/wire"
 	"github.com/kafkasim/kafkasim/env"
@@ -23,6 +24,9 @@ type Server struct {
 	// RequestsMax bounds the requests queued on one connection; a client
 	// that pipelines more is cut off.
 	RequestsMax int
+	// held: requests queue but none is served, ApiVersions neither, until
+	// Open (see Hold).
+	held bool
 }
 
 type serverConn struct {
@@ -53,6 +57,35 @@ type Request struct {
 // by the server itself from versions.
 func NewServer(versions wire.Versions, handle Handler) *Server {
 	return &Server{versions: versions, handle: handle, conns: map[env.ConnID]*serverConn{}, RequestsMax: 1000}
+}
+
+// Hold keeps the server from serving any request until Open: a Kafka
+// broker enables request processing on its listeners only once it has
+// caught up with the metadata log and published its first image
+// (BrokerServer.startup: socketServer.enableRequestProcessing after
+// firstPublishFuture), so no client ever hears an image that has not
+// caught up. Requests that arrive meanwhile wait on their connections, as
+// connections wait in the listen backlog of a Kafka broker that has not
+// started its acceptors.
+func (s *Server) Hold() { s.held = true }
+
+// Open serves what waited since Hold, connection by connection in the
+// order they were accepted.
+func (s *Server) Open() {
+	if !s.held {
+		return
+	}
+	s.held = false
+	ids := make([]env.ConnID, 0, len(s.conns))
+	for id := range s.conns {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		if sc := s.conns[id]; sc != nil {
+			s.next(sc)
+		}
+	}
 }
 
 func (s *Server) accept(c env.ConnID, peer string) {
@@ -111,7 +144,7 @@ func (s *Server) refuse(sc *serverConn, c env.ConnID, h wire.RequestHeader, err 
 
 // next serves the head of the connection's queue if nothing is being served.
 func (s *Server) next(sc *serverConn) {
-	for !sc.closed && !sc.serving && len(sc.queue) > 0 {
+	for !s.held && !sc.closed && !sc.serving && len(sc.queue) > 0 {
 		r := sc.queue[0]
 		sc.serving = true
 		if r.Header.Key == 18 {
