@@ -2,6 +2,7 @@ package broker_test
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -93,7 +94,14 @@ func newQuorumCluster(t *testing.T, seed uint64) *quorumCluster {
 }
 
 func newQuorumClusterWith(t *testing.T, seed uint64, cfg config.Cluster) *quorumCluster {
-	w := sim.New(sim.Options{Seed: seed})
+	o := sim.Options{Seed: seed}
+	if path := os.Getenv("KAFKASIM_BROKER_TRACE"); path != "" { // the run's trace, to read a story's failure
+		f, err := os.Create(path)
+		require.NoError(t, err)
+		t.Cleanup(func() { f.Close() })
+		o.TraceJSON = f
+	}
+	w := sim.New(o)
 	voters := map[int32]string{}
 	q := &quorumCluster{w: w}
 	for i := range 3 {
@@ -503,4 +511,56 @@ func TestAMajorityOfControllersDownElectsNothingAndLosesNothing(t *testing.T) {
 	require.Zero(t, produce(q.brokers[next], "after"))
 	st, _ := q.w.Node(q.brokers[next]).Process().(*broker.Broker).Partition(tp)
 	require.Equal(t, int64(4), st.HighWatermark, "the three writes acknowledged before and the one after, nothing lost")
+}
+
+// A leader's ISR expansion that reaches the controller it knew as active,
+// just restarted and no longer active, is answered NOT_CONTROLLER, and the
+// leader sends it again, to the controller the quorum names, as Kafka's
+// NodeToControllerRequestThread requeues a request answered NOT_CONTROLLER
+// for the new controller. Taken for a refusal, the proposal stayed pending
+// for good: the follower never rejoined the ISR, and with
+// min.insync.replicas 2 a second failure stopped every write to the
+// partition (the property test of eos-consume-transform-produce on three
+// controllers: rebalances forever, as the group coordinator could store no
+// assignment).
+func TestAnISRExpansionAnsweredNotControllerGoesToTheNewController(t *testing.T) {
+	cfg := config.Default()
+	cfg.ReplicaLagTimeMax = 2 * time.Second
+	q := newQuorumClusterWith(t, 21, cfg)
+	tp := metadata.TopicPartition{Topic: "orders", Partition: 0}
+	q.createTopic(t, tp.Topic, 1)
+	require.NoError(t, q.w.RunFor(2*time.Second))
+	p, ok := q.active().Partition(tp)
+	require.True(t, ok)
+	leader := p.Leader
+	follower := p.Replicas[0]
+	if follower == leader {
+		follower = p.Replicas[1]
+	}
+	q.w.Node(q.brokers[follower]).Pause()
+	ok, err := q.w.RunWhile(func() bool {
+		p, _ := q.active().Partition(tp)
+		return slices.Contains(p.ISR, follower)
+	}, 30*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok, "the paused follower leaves the ISR")
+
+	// The follower fetches again the instant the active controller
+	// restarts: the leader proposes it back to the controller it knows.
+	old := q.activeName()
+	q.w.Node(old).Crash()
+	q.w.Node(old).Start()
+	q.w.Node(q.brokers[follower]).Resume()
+	ok, err = q.w.RunWhile(func() bool {
+		c := q.active()
+		if c == nil {
+			return true
+		}
+		p, _ := c.Partition(tp)
+		return !slices.Contains(p.ISR, follower)
+	}, 20*time.Second)
+	require.NoError(t, err)
+	require.True(t, ok, "the follower is back in the ISR")
+	p, _ = q.active().Partition(tp)
+	require.Equal(t, leader, p.Leader, "under the same leader: its proposal went again")
 }

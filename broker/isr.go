@@ -54,9 +54,13 @@ func (p *partition) sendAlterPartition(e replica.Effect) {
 				b.e.Halt(err.Error())
 			}
 		}
-		if err != nil {
-			// No answer: the core sends the proposal again, after a
-			// backoff (AlterPartitionManager retries with one).
+		if err != nil || notController(resp) {
+			// No answer, or one from a controller that is not the active
+			// one: the core sends the proposal again, after a backoff, and
+			// the channel has moved on to the controller the quorum now
+			// names (Kafka's NodeToControllerRequestThread puts a request
+			// answered NOT_CONTROLLER back first in its queue, for the
+			// new controller; AlterPartitionManager retries with a backoff).
 			b.e.AfterFunc(alterPartitionRetryBackoff, answer)
 			return
 		}
@@ -66,8 +70,8 @@ func (p *partition) sendAlterPartition(e replica.Effect) {
 
 // alterPartitionResult reads the controller's answer for p.
 func alterPartitionResult(p *partition, resp kmsg.Response, err error) replica.ISRResult {
-	if err != nil {
-		return replica.ISRResult{Lost: true}
+	if err != nil || notController(resp) {
+		return replica.ISRResult{Lost: true} // not applied where it went: send it again
 	}
 	ar := resp.(*kmsg.AlterPartitionResponse)
 	code := ar.ErrorCode

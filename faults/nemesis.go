@@ -370,7 +370,10 @@ func isTruncation(t Trigger) bool {
 // delivers what the node already sent, so it aims at a step not yet taken
 // (a commit, a catch-up); an isolation, a partition or a reset loses what
 // is in flight, so they aim at an answer on its way; a correlated power
-// loss at the instant after an acknowledgment, before anything is synced.
+// loss at the instant after an acknowledgment, before anything is synced
+// (a produce's; or, from a processor about to commit, its transaction's:
+// EndTxn is answered once PrepareCommit is replicated, before the markers
+// are written, let alone synced, and the processor moves on).
 var aims = map[string][]string{
 	"crash-on-trigger": {probe.TransactionAwaitingCommit, probe.CommittedBeforeProcessing, probe.ProcessedBeforeCommit,
 		probe.TransactionPrepared, probe.OffsetCommitAwaitingReplication, probe.ProduceAwaitingReplication, probe.LeaderElected},
@@ -378,7 +381,7 @@ var aims = map[string][]string{
 	"partition-on-trigger":                           {probe.OffsetCommitAwaitingReplication, probe.ProduceAnswered, probe.ProduceAcknowledgedBeforeReplication},
 	"isolate-on-trigger":                             {probe.ProduceAcknowledgedBeforeReplication, probe.TransactionAwaitingCommit, probe.OffsetCommitAwaitingReplication, probe.LeaderElected},
 	"power-loss-on-trigger":                          {probe.ProduceAcknowledgedBeforeReplication, probe.ProduceAnswered, probe.TransactionAwaitingCommit, probe.OffsetCommitAwaitingReplication},
-	"power-loss-correlated-on-trigger":               {probe.ProduceAnswered},
+	"power-loss-correlated-on-trigger":               {probe.ProduceAnswered, probe.TransactionAwaitingCommit},
 	"pause-on-trigger":                               {probe.TransactionAwaitingCommit, probe.CommittedBeforeProcessing, probe.ProcessedBeforeCommit},
 	"followers-cut-then-leader-isolated-on-catch-up": {probe.FollowerFetchOutOfSync},
 	"delay-txn-request-on-trigger":                   {probe.TransactionAwaitingCommit},
@@ -620,7 +623,7 @@ var features = []feature{
 		// fetches to catch up, long enough to be fenced — the window of an
 		// unclean election.
 		tp := pick(c, g.catchUp)
-		side := []Target{Leader(tp.Topic, tp.Partition), Controller()}
+		side := append([]Target{Leader(tp.Topic, tp.Partition)}, g.quorum()...)
 		for _, n := range g.o.Clients {
 			side = append(side, Node(n))
 		}
@@ -668,11 +671,25 @@ func (g *generator) offers(name string) bool {
 	return slices.ContainsFunc(g.o.Triggers, func(t Trigger) bool { return t.Probe == name })
 }
 
+// quorum is every controller, by name: a side of a partition that is to
+// keep "the controller" must keep the quorum, for a leader left with the
+// active controller alone, cut from the other voters, is no leader for
+// long — they elect another active controller, which fences it (and the
+// ISR shrink it asks for never commits), so its followers' isolation
+// becomes a clean failover instead of the ISR shrinking to the leader.
+func (g *generator) quorum() []Target {
+	ts := make([]Target, len(g.o.Controllers))
+	for i, n := range g.o.Controllers {
+		ts[i] = Node(n)
+	}
+	return ts
+}
+
 // drawGroups draws the sides of a partition: one role cut off from the
 // rest, a minority of brokers (maybe with the controller) cut from the
 // majority, a partition's leader left with the clients only (cut from the
 // controller and its followers, it answers producers while another is
-// elected), a partition's leader left with the controller and the clients
+// elected), a partition's leader left with the controllers and the clients
 // (its followers cut off from everyone: the ISR shrinks to the leader,
 // which acknowledges alone), or every named node on a random side.
 func (g *generator) drawGroups(c chooser) [][]Target {
@@ -692,7 +709,7 @@ func (g *generator) drawGroups(c chooser) [][]Target {
 	case 3:
 		if len(g.o.Partitions) > 0 && len(g.o.Controllers) > 0 {
 			tp := pick(c, g.o.Partitions)
-			side := []Target{Leader(tp.Topic, tp.Partition), Controller()}
+			side := append([]Target{Leader(tp.Topic, tp.Partition)}, g.quorum()...)
 			for _, n := range g.o.Clients {
 				side = append(side, Node(n))
 			}

@@ -20,6 +20,7 @@ func scenario(name, desc string, edit func(*Scenario)) Scenario {
 	s := Defaults()
 	s.Name, s.Description = name, desc
 	edit(&s)
+	s.Description = desc // an edit that starts from another scenario (*s = base) takes its description too
 	if err := s.Validate(); err != nil {
 		panic(fmt.Sprintf("catalogue: %v", err))
 	}
@@ -383,28 +384,38 @@ var catalogue = slices.Concat(
 			s.Workload.TransactionalIDPerIncarnation = true
 			s.Faults, s.Expect, s.Refutes = "crash,network", checkers.None, checkers.ExactlyOnce
 		}),
-		// Three controllers, a majority of which lose power together as
-		// well as the brokers: the quorum fsyncs before an entry counts, so
-		// no committed metadata is lost; without (the twin), the majority
-		// comes back without entries the brokers already acted on.
-		scenario("acks-all-fsync-three-controllers@correlated-power", "acks-all-fsync-correlated-power with a KRaft quorum of three controllers, a majority of which lose power together too: the metadata log is fsynced before an entry counts", func(s *Scenario) {
+		// The catalogue's quorum has three controllers (Kafka's smallest
+		// that survives one failure). Five, a majority of which (three)
+		// lose power together as well as the brokers: the quorum fsyncs
+		// before an entry counts, so no committed metadata is lost; without
+		// fsync (the twin acks-all-fsync-no-metadata-fsync), a quorum that
+		// loses power comes back without entries the brokers acted on.
+		scenario("acks-all-fsync-five-controllers@correlated-power", "acks-all-fsync-correlated-power with a KRaft quorum of five controllers, a majority of which lose power together too: the metadata log is fsynced before an entry counts", func(s *Scenario) {
 			*s = acksAllFsync
-			s.Name = "acks-all-fsync-three-controllers@correlated-power"
-			s.Cluster.Controllers = 3
+			s.Name = "acks-all-fsync-five-controllers@correlated-power"
+			s.Cluster.Controllers = 5
 		}),
-		// Three controllers snapshotting the metadata every kilobyte: a
+		// A lone controller: while it is down no leader is elected and no
+		// broker fenced, but nothing committed is lost; it comes back from
+		// its fsynced log.
+		scenario("acks-all-idempotent-one-controller", "acks-all-idempotent with a lone controller (controllers=1) among the crash targets: while it is down nothing is elected, and nothing acknowledged is lost", func(s *Scenario) {
+			*s = acksAllIdempotent
+			s.Name = "acks-all-idempotent-one-controller"
+			s.Cluster.Controllers = 1
+		}),
+		// The quorum snapshotting the metadata every kilobyte: a
 		// controller or broker that restarts behind the leader's log start
 		// fetches and installs its snapshot; the claim still holds.
-		scenario("acks-all-idempotent-three-controllers-snapshots", "acks-all-idempotent with a KRaft quorum of three controllers under crashes (a controller among the targets) and metadata.log.max.record.bytes.between.snapshots=1024: restarted controllers and brokers come back from snapshots, or fetch the leader's", func(s *Scenario) {
+		scenario("acks-all-idempotent-metadata-snapshots", "acks-all-idempotent under crashes (a controller among the targets) with metadata.log.max.record.bytes.between.snapshots=1024: restarted controllers and brokers come back from snapshots, or fetch the leader's", func(s *Scenario) {
 			*s = acksAllIdempotent
-			s.Name = "acks-all-idempotent-three-controllers-snapshots"
-			s.Cluster.Controllers, s.Cluster.MetadataLogMaxRecordBytesBetweenSnapshots = 3, 1024
+			s.Name = "acks-all-idempotent-metadata-snapshots"
+			s.Cluster.MetadataLogMaxRecordBytesBetweenSnapshots = 1024
 			s.Probes = append(slices.Clone(s.Probes), probe.MetadataSnapshotInstalled)
 		}),
-		scenario("acks-all-fsync-three-controllers-no-metadata-fsync", "twin of acks-all-fsync-three-controllers@correlated-power with metadata.log.fsync=false: entries commit from the page cache; the whole quorum losing power once the cluster's metadata is committed takes every entry since the controllers started — registrations, the topic, elections — and the cluster is stuck (with fsync the same schedule holds, every write acknowledged)", func(s *Scenario) {
+		scenario("acks-all-fsync-no-metadata-fsync", "twin of acks-all-fsync-correlated-power with metadata.log.fsync=false: entries commit from the page cache; the whole quorum losing power once the cluster's metadata is committed takes every entry since the controllers started — registrations, the topic, elections — and the cluster is stuck (with fsync the same schedule holds, every write acknowledged)", func(s *Scenario) {
 			*s = acksAllFsync
-			s.Name = "acks-all-fsync-three-controllers-no-metadata-fsync"
-			s.Cluster.Controllers, s.Cluster.MetadataLogFsync = 3, false
+			s.Name = "acks-all-fsync-no-metadata-fsync"
+			s.Cluster.MetadataLogFsync = false
 			s.Expect, s.Refutes, s.Order, s.Probes = checkers.None, checkers.AtLeastOnce, checkers.NoOrder, nil
 			// The whole quorum loses power once it has committed the
 			// cluster's metadata (registrations, the topic, elections):

@@ -39,7 +39,7 @@ func TestAQuorumOfTwoControllersIsRefused(t *testing.T) {
 // every seed; the same schedule with fsync holds: the knob is the
 // difference.
 func TestTheQuorumsPowerLossIsSurvivedWithMetadataFsync(t *testing.T) {
-	twin, err := Lookup("acks-all-fsync-three-controllers-no-metadata-fsync")
+	twin, err := Lookup("acks-all-fsync-no-metadata-fsync")
 	require.NoError(t, err)
 	fsynced := twin
 	fsynced.Name, fsynced.Cluster.MetadataLogFsync = "with-metadata-fsync", true

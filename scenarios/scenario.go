@@ -219,7 +219,7 @@ func (s Scenario) FaultClass() (faults.Class, error) { return faults.ParseClass(
 func Defaults() Scenario {
 	return Scenario{
 		Cluster: Cluster{
-			Controllers: 1, MetadataLogFsync: true, MetadataLogMaxRecordBytesBetweenSnapshots: 16 << 10, Brokers: 3, ReplicationFactor: 3, MinInsyncReplicas: 2, Partitions: 1, ReplicaLagTimeMaxMs: 10000,
+			Controllers: 3, MetadataLogFsync: true, MetadataLogMaxRecordBytesBetweenSnapshots: 16 << 10, Brokers: 3, ReplicationFactor: 3, MinInsyncReplicas: 2, Partitions: 1, ReplicaLagTimeMaxMs: 10000,
 			KIP101LeaderEpochTruncation: true, KIP320FetchEpochValidation: true,
 			TransactionPartitionVerification: true, KIP890EpochBumpPerTransaction: true,
 		},
