@@ -196,6 +196,14 @@ func New(cfg Config, st QuorumState, snap Snapshot, log []Entry, now env.Time) *
 		// smaller than last written epoch in the log").
 		n.epoch, n.votedFor, n.leader = last, NoID, NoID
 	}
+	if n.leader != NoID && !n.isVoter(n.leader) {
+		// A leader the voter set does not hold (a quorum-state file read
+		// back with another id in it: JSON carries no checksum): not one
+		// to follow, for its endpoints are unknown. Unattached in the
+		// epoch, as QuorumState.initialize does ("the leader ... is not a
+		// member of the latest voter set; transitioning to unattached").
+		n.leader = NoID
+	}
 	if slices.Contains(n.voters, cfg.ID) == cfg.Observer {
 		panic(fmt.Sprintf("raft: node %d (observer %v) and voters %v", cfg.ID, cfg.Observer, n.voters))
 	}

@@ -39,3 +39,22 @@ func TestAQuorumStateOlderThanTheLogRestartsInTheLogsEpoch(t *testing.T) {
 		require.NoError(t, n.Check())
 	}
 }
+
+// A quorum-state file that names a leader outside the voter set (read
+// back with another id in it: a flipped digit in the JSON, which carries no
+// checksum) makes the node Unattached in that epoch, knowing no leader to
+// follow, as QuorumState.initialize does when the leader's endpoints are
+// unknown; it does not follow a node that is not a voter (the nightly run:
+// acks0@disk and pipeline-commit-before-process@disk seed 2693, a
+// controller's invariant panic "follower names leader 3081").
+func TestAQuorumStateNamingALeaderOutsideTheVotersRestartsUnattached(t *testing.T) {
+	log := []raft.Entry{{Offset: 0, Epoch: 3, LeaderChange: true}}
+	st := raft.QuorumState{Epoch: 3, VotedID: raft.NoID, LeaderID: 81}
+	for _, cfg := range []raft.Config{{ID: 1, Voters: []int32{1, 2, 3}}, {ID: 101, Voters: []int32{1, 2, 3}, Observer: true}} {
+		n := raft.New(cfg, st, raft.Snapshot{}, log, 0)
+		require.Equal(t, raft.Unattached, n.Role(), "node %d", cfg.ID)
+		require.Equal(t, int32(3), n.Epoch())
+		require.Equal(t, raft.NoID, n.LeaderID())
+		require.NoError(t, n.Check())
+	}
+}
