@@ -222,6 +222,15 @@ func (c *Conn[Q, R]) timedOut(k *Call[Q, R]) {
 			// Never sent: it certainly did not happen.
 			c.waiting = append(c.waiting[:i:i], c.waiting[i+1:]...)
 			c.finish(k, c.opts.Errors.NotSentInTime)
+			if c.state == handshaking {
+				// The handshake is still unanswered when a call behind
+				// it times out (a server that accepted the connection but
+				// serves nothing yet, or one gone without a word): drop
+				// the connection, as Kafka's NetworkClient disconnects on
+				// a timed-out request its ApiVersions included, so the
+				// next call dials afresh instead of waiting behind it.
+				c.Drop(nil, nil, c.opts.Errors.InflightOnTimeout)
+			}
 			return
 		}
 	}
