@@ -47,7 +47,7 @@ type Broker struct {
 	cfg    config.Cluster
 	e      env.Env
 	rt     *rpc.Router
-	server *rpc.Server // held until the first publish: see rpc.Server.Hold
+	server *rpc.Server // held until the controller unfences the broker: see rpc.Server.Hold
 
 	controller  *controllerChannel
 	incarnation [16]byte
@@ -121,7 +121,7 @@ func (b *Broker) Start(e env.Env) {
 		b.incarnation[i] = byte(r.Uint64())
 	}
 	b.server = rpc.NewServer(Versions, b.serve)
-	b.server.Hold() // until the first publish (publishMetadata)
+	b.server.Hold() // until unfenced (sendHeartbeat)
 	b.rt = rpc.NewRouter(e, b.server)
 	b.controller = newControllerChannel(b, b.opts.Controllers)
 	e.Log("broker-start", "id", b.opts.ID)

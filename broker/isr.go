@@ -45,16 +45,17 @@ func (p *partition) sendAlterPartition(e replica.Effect) {
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	b.controller.Do(req, 5*b.cfg.BrokerHeartbeatInterval, func(resp kmsg.Response, err error) {
+		res := alterPartitionResult(p, resp, err)
 		answer := func() {
 			if b.partitions[p.tp] != p {
 				return // the replica was replaced
 			}
-			p.r.ISRAnswered(e.LeaderEpoch, e.ISR, alterPartitionResult(p, resp, err))
+			p.r.ISRAnswered(e.LeaderEpoch, e.ISR, res)
 			if err := p.apply(); err != nil {
 				b.e.Halt(err.Error())
 			}
 		}
-		if err != nil || notController(resp) {
+		if res.Lost {
 			// No answer, or one from a controller that is not the active
 			// one: the core sends the proposal again, after a backoff, and
 			// the channel has moved on to the controller the quorum now

@@ -61,10 +61,10 @@ func NewServer(versions wire.Versions, handle Handler) *Server {
 
 // Hold keeps the server from serving any request until Open: a Kafka
 // broker enables request processing on its listeners only once it has
-// caught up with the metadata log and published its first image
-// (BrokerServer.startup: socketServer.enableRequestProcessing after
-// firstPublishFuture), so no client ever hears an image that has not
-// caught up. Requests that arrive meanwhile wait on their connections, as
+// caught up with the metadata log, published its first image and been
+// unfenced (BrokerServer.startup: socketServer.enableRequestProcessing
+// after lifecycleManager.setReadyToUnfence's future), so no client ever
+// hears an image that has not caught up. Requests that arrive meanwhile wait on their connections, as
 // connections wait in the listen backlog of a Kafka broker that has not
 // started its acceptors.
 func (s *Server) Hold() { s.held = true }
