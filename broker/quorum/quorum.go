@@ -422,14 +422,23 @@ func (v *Voter) send(to int32, m raft.Message) {
 		return
 	}
 	c.Do(encodeRequest(m, to, v.ids), v.timeout, func(resp kmsg.Response, err error) {
-		if err != nil || v.halted {
-			return // lost: the core resends on its timers
-		}
-		msg, ok := decodeResponse(m, resp)
-		if !ok {
+		if v.halted {
 			return
 		}
-		v.node.Receive(to, msg, v.e.Now())
+		var msg raft.Message
+		ok := err == nil
+		if ok {
+			msg, ok = decodeResponse(m, resp)
+		}
+		if !ok {
+			// No answer (the connection failed, was closed or timed out,
+			// which Kafka's NetworkClient reports as a disconnection), or
+			// one that does not decode: KafkaNetworkChannel hands the core
+			// BROKER_NOT_AVAILABLE, and it backs off before asking again.
+			v.node.RequestFailed(to, m, v.e.Now())
+		} else {
+			v.node.Receive(to, msg, v.e.Now())
+		}
 		v.run()
 	})
 }

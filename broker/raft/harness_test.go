@@ -121,6 +121,19 @@ func (c *cluster) deliver(e envelope) {
 	c.apply(e.to)
 }
 
+// failRequest tells the sender of e that it will have no answer.
+func (c *cluster) failRequest(e envelope) {
+	n := c.nodes[e.from]
+	if n == nil {
+		return
+	}
+	if c.out != nil {
+		fmt.Fprintf(c.out, "failed %s\n", e)
+	}
+	n.RequestFailed(e.to, e.msg, c.now)
+	c.apply(e.from)
+}
+
 func (c *cluster) propose(id int32, data string) (int64, error) {
 	n := c.nodes[id]
 	if n == nil {

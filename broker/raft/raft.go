@@ -149,8 +149,11 @@ type Node struct {
 	// Candidate after losing: backing off until backoffUntil.
 	backingOff   bool
 	backoffUntil env.Time
-	// Prospective, Candidate: answers this round (EpochElection).
+	// Prospective, Candidate: answers this round (EpochElection), the
+	// round's request, and when to ask again a voter whose request failed.
 	granted, rejected map[int32]bool
+	voteReq           VoteRequest
+	voteResend        map[int32]env.Time
 
 	// Follower (FollowerState).
 	leaderHW      int64 // the high watermark the leader last sent, -1 until one came
@@ -349,7 +352,7 @@ func (n *Node) persist() {
 // Transitions (QuorumState.transitionTo*).
 
 func (n *Node) clearRoleState() {
-	n.backingOff, n.granted, n.rejected = false, nil, nil
+	n.backingOff, n.granted, n.rejected, n.voteResend = false, nil, nil, nil
 	n.fetchInFlight, n.hasFetched = false, false
 	n.leaderHW, n.snapFetch = -1, nil
 	n.remotes, n.observers = nil, nil
@@ -501,10 +504,11 @@ func (n *Node) askForVotes(now env.Time, preVote bool) {
 	n.electionDeadline = now.Add(n.electionTimeout())
 	n.granted = map[int32]bool{n.cfg.ID: true}
 	n.rejected = map[int32]bool{}
-	req := VoteRequest{PreVote: preVote, CandidateEpoch: n.epoch, CandidateID: n.cfg.ID,
+	n.voteResend = map[int32]env.Time{}
+	n.voteReq = VoteRequest{PreVote: preVote, CandidateEpoch: n.epoch, CandidateID: n.cfg.ID,
 		LastOffsetEpoch: n.lastEpoch(n.LogEnd()), LastOffset: n.LogEnd()}
 	for _, v := range n.others() {
-		n.send(v, req)
+		n.send(v, n.voteReq)
 	}
 }
 
@@ -628,7 +632,9 @@ func (n *Node) Tick(now env.Time) {
 	case Prospective:
 		if !now.Before(n.electionDeadline) {
 			n.loseElection(now)
+			return
 		}
+		n.resendVotes(now)
 	case Candidate:
 		if n.backingOff {
 			if !now.Before(n.backoffUntil) {
@@ -636,6 +642,8 @@ func (n *Node) Tick(now env.Time) {
 			}
 		} else if !now.Before(n.electionDeadline) {
 			n.loseElection(now)
+		} else {
+			n.resendVotes(now)
 		}
 	case Follower:
 		if !now.Before(n.fetchDeadline) {
@@ -645,7 +653,9 @@ func (n *Node) Tick(now env.Time) {
 		if n.fetchInFlight && now.Sub(n.fetchSentAt) >= n.fetchGiveUp() {
 			n.fetchInFlight = false
 		}
-		n.maybeFetch(now)
+		if !now.Before(n.retryAfter) {
+			n.maybeFetch(now)
+		}
 	case Leader:
 		n.checkQuorum(now)
 		if n.role != Leader {
@@ -686,13 +696,15 @@ func (n *Node) NextTick(now env.Time, poll time.Duration) env.Time {
 		return n.observerNextTick(now)
 	}
 	switch n.role {
-	case Unattached, Prospective:
+	case Unattached:
 		return n.electionDeadline
+	case Prospective:
+		return n.nextVoteResend(n.electionDeadline)
 	case Candidate:
 		if n.backingOff {
 			return n.backoffUntil
 		}
-		return n.electionDeadline
+		return n.nextVoteResend(n.electionDeadline)
 	case Leader:
 		if len(n.voters) == 1 && len(n.parked) == 0 {
 			return 0 // alone, and holding no observer's fetch
@@ -724,7 +736,9 @@ func (n *Node) NextTick(now env.Time, poll time.Duration) env.Time {
 		case n.fetchInFlight:
 			next = min(next, n.fetchSentAt.Add(n.fetchGiveUp()))
 		case n.flushed == n.LogEnd():
-			next = min(next, now.Add(n.cfg.RetryBackoff)) // an answer with an error: fetch again soon
+			// An answer with an error, or a request that failed: fetch
+			// again once the backoff is over.
+			next = min(next, now.Add(n.cfg.RetryBackoff))
 		}
 		return next
 	}
@@ -789,6 +803,64 @@ func (n *Node) appendEntry(e Entry) {
 }
 
 // Receive is message msg from voter from arriving at now.
+// RequestFailed is a request this node sent that will have no answer: the
+// connection to its peer failed or was closed under it. Kafka's
+// KafkaNetworkChannel answers such a request itself with
+// BROKER_NOT_AVAILABLE, and RequestManager.onResponseResult backs the
+// peer off for quorum.retry.backoff.ms before the next request to it. So
+// here: a follower's or observer's fetch (or snapshot fetch) goes again
+// after the backoff, rather than after its fetch timeout, and a voter that
+// was asked for its vote is asked again after the backoff while the round
+// is open (CandidateState's unrecorded voters). Other requests are sent
+// again on their timers (BeginQuorumEpoch, EndQuorumEpoch).
+func (n *Node) RequestFailed(to int32, req Message, now env.Time) {
+	n.advance(now)
+	switch m := req.(type) {
+	case FetchRequest:
+		if n.fetchInFlight && n.snapFetch == nil && (n.cfg.Observer || to == n.leader) &&
+			m.FetchOffset == n.fetchFrom() && m.CurrentLeaderEpoch == n.epoch {
+			n.fetchInFlight = false
+			n.retryAfter = now.Add(n.cfg.RetryBackoff)
+		}
+	case FetchSnapshotRequest:
+		if f := n.snapFetch; n.fetchInFlight && f != nil && to == n.leader && m.SnapshotID == f.id && m.Position == int64(len(f.data)) {
+			n.fetchInFlight = false
+			n.retryAfter = now.Add(n.cfg.RetryBackoff)
+		}
+	case VoteRequest:
+		if n.voteResend == nil || n.backingOff || m != n.voteReq || n.granted[to] || n.rejected[to] {
+			return
+		}
+		n.voteResend[to] = now.Add(n.cfg.RetryBackoff)
+	}
+}
+
+// resendVotes asks again, once their backoff is over, the voters whose
+// vote request failed this round.
+func (n *Node) resendVotes(now env.Time) {
+	for _, v := range n.others() {
+		at, ok := n.voteResend[v]
+		if !ok || now.Before(at) {
+			continue
+		}
+		delete(n.voteResend, v)
+		if !n.granted[v] && !n.rejected[v] {
+			n.send(v, n.voteReq)
+		}
+	}
+}
+
+// nextVoteResend is the earlier of deadline and the next vote resend.
+func (n *Node) nextVoteResend(deadline env.Time) env.Time {
+	next := deadline
+	for _, v := range n.others() {
+		if at, ok := n.voteResend[v]; ok && at < next {
+			next = at
+		}
+	}
+	return next
+}
+
 func (n *Node) Receive(from int32, msg Message, now env.Time) {
 	n.advance(now)
 	if from == n.cfg.ID {

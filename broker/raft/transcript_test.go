@@ -26,6 +26,7 @@ import (
 //	tick [node=I] at=T                 time T on node I's clock (all nodes if no node)
 //	deliver [from=I] [to=J] [rounds=K] the queued messages that match, in order; K rounds (default 1) of what is then queued
 //	drop [from=I] [to=J]               lose the queued messages that match
+//	fail [from=I] [to=J]               the queued requests that match fail, as on a reset connection: each sender is told (RequestFailed)
 //	queue                              print the queued messages
 //	propose node=I data=X
 //	flush [node=I]                     make node I's log durable and tell it (all nodes if no node)
@@ -105,6 +106,18 @@ func TestTranscripts(t *testing.T) {
 					}
 					return false
 				})
+			case "fail":
+				var failed []envelope
+				c.queue = slices.DeleteFunc(c.queue, func(e envelope) bool {
+					if matches(d, e) {
+						failed = append(failed, e)
+						return true
+					}
+					return false
+				})
+				for _, e := range failed {
+					c.failRequest(e)
+				}
 			case "queue":
 				for _, e := range c.queue {
 					fmt.Fprintf(&b, "%s\n", e)
