@@ -66,12 +66,10 @@ func (a *analysis) replicaAgreement() {
 		ss[len(ss)-1].reps = append(ss[len(ss)-1].reps, op)
 	}
 	slices.SortFunc(tps, func(x, y history.TopicPartition) int { return x.Compare(y) })
+	agreed := agreement{}
 	for _, tp := range tps {
-		diverge := divergence
 		compacted := slices.Contains(a.opts.Compacted, tp.Topic)
-		if compacted {
-			diverge = divergenceCompacted
-		}
+		diverge := func(x, y *history.Replica, limit int64) string { return agreed.divergence(x, y, limit, compacted) }
 		reported := map[[2]history.ID]bool{}
 		report := func(x, y *history.Op, msg string) {
 			key := [2]history.ID{x.ID, y.ID}
@@ -201,11 +199,49 @@ func sequenceBefore(s, want int32) bool {
 	return d > 0 && d < 1<<20
 }
 
+// agreement remembers, for two replicas' batch arrays, how far a walk of
+// divergence got, so that a later comparison of the same arrays resumes
+// there: every sample of a log that only grew shares the earlier sample's
+// array (the sampler's replicaSamples.batches; histories are read only),
+// so comparing each sample from offset 0 cost the whole log again at every
+// sample, quadratic in a run's length. An array is named by its first
+// element; views of one array agree on the entries they share.
+//
+// Resuming is exact: the walks stop at the first batch at or past the
+// limit or the first difference, and batches are in offset order, so a
+// walk from where an earlier one went without difference — under any
+// limit — ends where a walk from the start would.
+type agreement map[[2]*history.ReplicaBatch][2]int
+
+func (ag agreement) divergence(x, y *history.Replica, limit int64, compacted bool) string {
+	key := [2]*history.ReplicaBatch{arrayOf(x.Batches), arrayOf(y.Batches)}
+	at := ag[key]
+	i, j := min(at[0], len(x.Batches)), min(at[1], len(y.Batches))
+	var msg string
+	if compacted {
+		msg, i, j = divergenceCompacted(x, y, limit, i, j)
+	} else {
+		msg, i, j = divergence(x, y, limit, i, j)
+	}
+	if key[0] != nil && key[1] != nil && i+j > at[0]+at[1] {
+		ag[key] = [2]int{i, j}
+	}
+	return msg
+}
+
+func arrayOf(b []history.ReplicaBatch) *history.ReplicaBatch {
+	if cap(b) == 0 {
+		return nil
+	}
+	return &b[:1][0]
+}
+
 // divergence says where replicas x and y first differ below offset limit
 // ("" if they agree): a batch one holds and the other does not, or two
-// different batches at one offset.
-func divergence(x, y *history.Replica, limit int64) string {
-	i, j := 0, 0
+// different batches at one offset. It walks from batch i of x and j of y
+// (x.Batches[:i] and y.Batches[:j] known to agree) and returns where it
+// stopped.
+func divergence(x, y *history.Replica, limit int64, i, j int) (string, int, int) {
 	for {
 		var bx, by *history.ReplicaBatch
 		if i < len(x.Batches) && x.Batches[i].Base < limit {
@@ -216,13 +252,13 @@ func divergence(x, y *history.Replica, limit int64) string {
 		}
 		switch {
 		case bx == nil && by == nil:
-			return ""
+			return "", i, j
 		case bx == nil:
-			return fmt.Sprintf("%s lacks offsets from %d that %s holds (%s)", x.Broker, by.Base, y.Broker, batchString(*by))
+			return fmt.Sprintf("%s lacks offsets from %d that %s holds (%s)", x.Broker, by.Base, y.Broker, batchString(*by)), i, j
 		case by == nil:
-			return fmt.Sprintf("%s lacks offsets from %d that %s holds (%s)", y.Broker, bx.Base, x.Broker, batchString(*bx))
+			return fmt.Sprintf("%s lacks offsets from %d that %s holds (%s)", y.Broker, bx.Base, x.Broker, batchString(*bx)), i, j
 		case *bx != *by:
-			return fmt.Sprintf("at offset %d %s holds %s, %s holds %s", max(bx.Base, by.Base), x.Broker, batchString(*bx), y.Broker, batchString(*by))
+			return fmt.Sprintf("at offset %d %s holds %s, %s holds %s", max(bx.Base, by.Base), x.Broker, batchString(*bx), y.Broker, batchString(*by)), i, j
 		}
 		i, j = i+1, j+1
 	}
@@ -234,8 +270,7 @@ func divergence(x, y *history.Replica, limit int64) string {
 // (its CRC differs), but two batches at one base offset must span the same
 // offsets in the same leader epoch from the same producer, and two batches
 // at different bases must not overlap.
-func divergenceCompacted(x, y *history.Replica, limit int64) string {
-	i, j := 0, 0
+func divergenceCompacted(x, y *history.Replica, limit int64, i, j int) (string, int, int) {
 	for i < len(x.Batches) && j < len(y.Batches) && x.Batches[i].Base < limit && y.Batches[j].Base < limit {
 		bx, by := &x.Batches[i], &y.Batches[j]
 		switch {
@@ -243,18 +278,18 @@ func divergenceCompacted(x, y *history.Replica, limit int64) string {
 			cx, cy := *bx, *by
 			cx.CRC, cy.CRC = 0, 0
 			if cx != cy {
-				return fmt.Sprintf("at offset %d %s holds %s, %s holds %s", bx.Base, x.Broker, batchString(*bx), y.Broker, batchString(*by))
+				return fmt.Sprintf("at offset %d %s holds %s, %s holds %s", bx.Base, x.Broker, batchString(*bx), y.Broker, batchString(*by)), i, j
 			}
 			i, j = i+1, j+1
 		case bx.Last >= by.Base && by.Last >= bx.Base:
-			return fmt.Sprintf("at offset %d %s holds %s, %s holds %s", max(bx.Base, by.Base), x.Broker, batchString(*bx), y.Broker, batchString(*by))
+			return fmt.Sprintf("at offset %d %s holds %s, %s holds %s", max(bx.Base, by.Base), x.Broker, batchString(*bx), y.Broker, batchString(*by)), i, j
 		case bx.Base < by.Base:
 			i++
 		default:
 			j++
 		}
 	}
-	return ""
+	return "", i, j
 }
 
 // epochDivergence compares the leader-epoch entries starting below limit.
