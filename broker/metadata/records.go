@@ -76,6 +76,9 @@ func EncodeRecords(rs []Record) []byte {
 // CRC, so one that does not decode was written by something else: the
 // reader halts rather than apply a part of a decision.
 func DecodeRecords(data []byte) ([]Record, error) {
+	if rs, ok := decodeRecords(data); ok {
+		return rs, nil
+	}
 	var rs []Record
 	if err := json.Unmarshal(data, &rs); err != nil {
 		return nil, fmt.Errorf("metadata entry does not decode: %w", err)
