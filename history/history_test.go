@@ -160,3 +160,35 @@ func TestTheRecorderRefusesToCompleteTwiceOrBeforeTheCall(t *testing.T) {
 	mustPanic("unknown", "Complete(op 9): no such operation", func() { r.Complete(9, 13, history.OK, history.Result{}) })
 	mustPanic("no payload", "needs exactly one payload", func() { r.Invoke(history.Op{Process: "p", Kind: history.KindPoll}) })
 }
+
+// TestSamplesOfAGrowingLogAreCheckedInFullThoughTheyShareAnArray: the
+// sampler hands each sample of a log that only grew a view of one array,
+// and validation checks only what a view adds; a batch out of order that
+// a later view adds is still found, and a view of another array is
+// checked from its start.
+func TestSamplesOfAGrowingLogAreCheckedInFullThoughTheyShareAnArray(t *testing.T) {
+	arr := make([]history.ReplicaBatch, 0, 8)
+	arr = append(arr, history.ReplicaBatch{Base: 0, Last: 1}, history.ReplicaBatch{Base: 2, Last: 3})
+	sample := func(b []history.ReplicaBatch) history.Op {
+		return history.Op{Process: "reader", Kind: history.KindReplica, Outcome: history.OK,
+			Replica: &history.Replica{TP: tp, Broker: "broker-0", Batches: b}}
+	}
+	first := sample(arr)
+	grown := append(arr, history.ReplicaBatch{Base: 4, Last: 4})
+	bad := append(grown, history.ReplicaBatch{Base: 3, Last: 5}) // overlaps [2..3]'s successor
+	h := history.History{first, sample(grown), sample(bad)}
+	for i := range h {
+		h[i].ID = history.ID(i + 1)
+	}
+	if err := h[:2].Validate(); err != nil {
+		t.Fatalf("in order, yet: %v", err)
+	}
+	if err := h.Validate(); err == nil || !strings.Contains(err.Error(), "batch [3..5] out of order") {
+		t.Fatalf("got %v, want batch [3..5] out of order", err)
+	}
+	h[2] = sample([]history.ReplicaBatch{{Base: 0, Last: 1}, {Base: 1, Last: 1}})
+	h[2].ID = 3
+	if err := h.Validate(); err == nil || !strings.Contains(err.Error(), "batch [1..1] out of order") {
+		t.Fatalf("got %v, want batch [1..1] out of order", err)
+	}
+}
