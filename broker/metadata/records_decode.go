@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -96,31 +97,17 @@ func (d *decoder) array(elem func()) {
 	}
 }
 
-// object calls field for each key of an object, each of which must be
-// one of keys and appear once.
-func (d *decoder) object(keys []string, field func(k int)) {
+// members calls member for each key of an object, past its colon.
+func (d *decoder) members(member func(name string)) {
 	d.expect('{')
 	if d.peek() == '}' {
 		d.i++
 		return
 	}
-	var seen uint32
 	for !d.bad {
 		name := d.rawString()
 		d.expect(':')
-		k := -1
-		for j, key := range keys {
-			if name == key {
-				k = j
-				break
-			}
-		}
-		if k < 0 || seen&(1<<k) != 0 {
-			d.bad = true // unknown (or differently spelt) or repeated: json's rules
-			return
-		}
-		seen |= 1 << k
-		field(k)
+		member(name)
 		switch d.peek() {
 		case ',':
 			d.i++
@@ -131,6 +118,21 @@ func (d *decoder) object(keys []string, field func(k int)) {
 			d.bad = true
 		}
 	}
+}
+
+// object calls field for each key of an object, each of which must be
+// one of keys and appear once.
+func (d *decoder) object(keys []string, field func(k int)) {
+	var seen uint32
+	d.members(func(name string) {
+		k := slices.Index(keys, name)
+		if k < 0 || seen&(1<<k) != 0 {
+			d.bad = true // unknown (or differently spelt) or repeated: json's rules
+			return
+		}
+		seen |= 1 << k
+		field(k)
+	})
 }
 
 // rawString is a string with no escapes, valid UTF-8, no control bytes.
@@ -333,29 +335,13 @@ func (d *decoder) topic() *Topic {
 				return
 			}
 			t.Configs = map[string]string{}
-			d.expect('{')
-			if d.peek() == '}' {
-				d.i++
-				return
-			}
-			for !d.bad {
-				name := d.rawString()
-				d.expect(':')
+			d.members(func(name string) {
 				if _, dup := t.Configs[name]; dup {
 					d.bad = true
 					return
 				}
 				t.Configs[name] = d.rawString()
-				switch d.peek() {
-				case ',':
-					d.i++
-				case '}':
-					d.i++
-					return
-				default:
-					d.bad = true
-				}
-			}
+			})
 		}
 	})
 	return t

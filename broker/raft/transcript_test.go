@@ -99,23 +99,11 @@ func TestTranscripts(t *testing.T) {
 					}
 				}
 			case "drop":
-				c.queue = slices.DeleteFunc(c.queue, func(e envelope) bool {
-					if matches(d, e) {
-						fmt.Fprintf(&b, "dropped %s\n", e)
-						return true
-					}
-					return false
-				})
+				for _, e := range take(d, c) {
+					fmt.Fprintf(&b, "dropped %s\n", e)
+				}
 			case "fail":
-				var failed []envelope
-				c.queue = slices.DeleteFunc(c.queue, func(e envelope) bool {
-					if matches(d, e) {
-						failed = append(failed, e)
-						return true
-					}
-					return false
-				})
-				for _, e := range failed {
+				for _, e := range take(d, c) {
 					c.failRequest(e)
 				}
 			case "queue":
@@ -184,6 +172,19 @@ func TestTranscripts(t *testing.T) {
 			return b.String()
 		})
 	})
+}
+
+// take removes from the queue the messages that match and returns them.
+func take(d *datadriven.TestData, c *cluster) []envelope {
+	var taken []envelope
+	c.queue = slices.DeleteFunc(c.queue, func(e envelope) bool {
+		if matches(d, e) {
+			taken = append(taken, e)
+			return true
+		}
+		return false
+	})
+	return taken
 }
 
 func matches(d *datadriven.TestData, e envelope) bool {
