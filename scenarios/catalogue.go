@@ -20,7 +20,9 @@ func scenario(name, desc string, edit func(*Scenario)) Scenario {
 	s := Defaults()
 	s.Name, s.Description = name, desc
 	edit(&s)
-	s.Description = desc // an edit that starts from another scenario (*s = base) takes its description too
+	// An edit that starts from another scenario (*s = base) takes its
+	// name and description too: they are this one's.
+	s.Name, s.Description = name, desc
 	if err := s.Validate(); err != nil {
 		panic(fmt.Sprintf("catalogue: %v", err))
 	}
@@ -240,7 +242,6 @@ var catalogue = slices.Concat(
 		}),
 		scenario("compacted-unclean-election", "twin of compacted-latest-value: unclean.leader.election.enable on the compacted topic (a topic config) — an out-of-sync replica elected leader has not got the latest values of keys, and every other replica truncates to it", func(s *Scenario) {
 			*s = compactedLatestValue
-			s.Name = "compacted-unclean-election"
 			s.Cluster.TopicConfigs = map[string]map[string]string{inputTopic: maps.Clone(compacted)}
 			s.Cluster.TopicConfigs[inputTopic]["unclean.leader.election.enable"] = "true"
 			s.Cluster.MinInsyncReplicas, s.Cluster.ReplicaLagTimeMaxMs = 1, 3000
@@ -392,7 +393,6 @@ var catalogue = slices.Concat(
 		// loses power comes back without entries the brokers acted on.
 		scenario("acks-all-fsync-five-controllers@correlated-power", "acks-all-fsync-correlated-power with a KRaft quorum of five controllers, a majority of which lose power together too: the metadata log is fsynced before an entry counts", func(s *Scenario) {
 			*s = acksAllFsync
-			s.Name = "acks-all-fsync-five-controllers@correlated-power"
 			s.Cluster.Controllers = 5
 		}),
 		// A lone controller: while it is down no leader is elected and no
@@ -400,7 +400,6 @@ var catalogue = slices.Concat(
 		// its fsynced log.
 		scenario("acks-all-idempotent-one-controller", "acks-all-idempotent with a lone controller (controllers=1) among the crash targets: while it is down nothing is elected, and nothing acknowledged is lost", func(s *Scenario) {
 			*s = acksAllIdempotent
-			s.Name = "acks-all-idempotent-one-controller"
 			s.Cluster.Controllers = 1
 		}),
 		// The quorum snapshotting the metadata every kilobyte: a
@@ -408,13 +407,11 @@ var catalogue = slices.Concat(
 		// fetches and installs its snapshot; the claim still holds.
 		scenario("acks-all-idempotent-metadata-snapshots", "acks-all-idempotent under crashes (a controller among the targets) with metadata.log.max.record.bytes.between.snapshots=1024: restarted controllers and brokers come back from snapshots, or fetch the leader's", func(s *Scenario) {
 			*s = acksAllIdempotent
-			s.Name = "acks-all-idempotent-metadata-snapshots"
 			s.Cluster.MetadataLogMaxRecordBytesBetweenSnapshots = 1024
 			s.Probes = append(slices.Clone(s.Probes), probe.MetadataSnapshotInstalled)
 		}),
 		scenario("acks-all-fsync-no-metadata-fsync", "twin of acks-all-fsync-correlated-power with metadata.log.fsync=false: entries commit from the page cache; the whole quorum losing power once the cluster's metadata is committed takes every entry since the controllers started — registrations, the topic, elections — and the cluster is stuck (with fsync the same schedule holds, every write acknowledged)", func(s *Scenario) {
 			*s = acksAllFsync
-			s.Name = "acks-all-fsync-no-metadata-fsync"
 			s.Cluster.MetadataLogFsync = false
 			s.Expect, s.Refutes, s.Order, s.Probes = checkers.None, checkers.AtLeastOnce, checkers.NoOrder, nil
 			// The whole quorum loses power once it has committed the
