@@ -174,8 +174,14 @@ var (
 		s.Workload.Kind, s.Faults, s.Expect = ProduceOnly, "crash,network", checkers.AtLeastOnce
 		s.Probes = []string{probe.LeaderFailover, probe.FollowerTruncatedByEpoch}
 	})
-	acksAllIdempotent = scenario("acks-all-idempotent", "acks=all + enable.idempotence: each message in the log exactly once, in order (not under network faults: see acks-all-idempotent-zombie-leader)", func(s *Scenario) {
-		s.Workload.Kind, s.Faults, s.Expect, s.Order = ProduceOnly, "crash", checkers.ExactlyOnce, checkers.PartitionOrder
+	// Not exactly-once: Kafka's idempotent producer has a window that
+	// writes a message twice (KAFKA-14034, open; librdkafka#4953), reached
+	// under crashes alone at seed 5774 of a 10,000-seed run
+	// (TestKafkasIdempotentProducerWritesTwiceWhenItsFirstBatchIsRefused),
+	// and under network faults on every seed of
+	// acks-all-idempotent-zombie-leader.
+	acksAllIdempotent = scenario("acks-all-idempotent", "acks=all + enable.idempotence: nothing acknowledged lost, in order, and a retried batch dropped by its sequence — but not exactly-once: Kafka's idempotent producer can write a message twice when a restarted producer's first batch is refused (NOT_ENOUGH_REPLICAS while the ISR grows) and the next, taken at any sequence from a producer the leader has no state for (KIP-360), loses its answer with its leader; the first, retried, is out of order, and the epoch bump rewrites the sequence of the one already written (TransactionManager.bumpIdempotentProducerEpoch; KAFKA-14034; seed 5774; see acks-all-idempotent-zombie-leader)", func(s *Scenario) {
+		s.Workload.Kind, s.Faults, s.Expect, s.Order = ProduceOnly, "crash", checkers.AtLeastOnce, checkers.PartitionOrder
 		s.Probes = []string{probe.LeaderFailover, probe.DuplicateSequenceDropped}
 	})
 	acksAllFsync = scenario("acks-all-fsync-correlated-power", "acks=all with log.flush.interval.messages=1 survives every replica losing power", func(s *Scenario) {
@@ -204,8 +210,8 @@ var (
 		s.Faults, s.Expect = "crash,network", checkers.ExactlyOnce
 		s.Probes = []string{probe.LeaderFailover}
 	})
-	compactedLatestValue = scenario("compacted-latest-value", "a compacted input topic (cleanup.policy=compact, small segments, the log cleaner running every 2 s on every replica), acks=all + enable.idempotence: a record a later one of its key superseded may go, the latest acknowledged value of every key never does, each once, in order", func(s *Scenario) {
-		s.Workload.Kind, s.Faults, s.Expect, s.Order = ProduceOnly, "crash", checkers.ExactlyOnce, checkers.PartitionOrder
+	compactedLatestValue = scenario("compacted-latest-value", "a compacted input topic (cleanup.policy=compact, small segments, the log cleaner running every 2 s on every replica), acks=all + enable.idempotence: a record a later one of its key superseded may go, the latest acknowledged value of every key never does, in order (and a message may be written twice, as in acks-all-idempotent: KAFKA-14034)", func(s *Scenario) {
+		s.Workload.Kind, s.Faults, s.Expect, s.Order = ProduceOnly, "crash", checkers.AtLeastOnce, checkers.PartitionOrder
 		s.Cluster.TopicConfigs = map[string]map[string]string{inputTopic: compacted}
 		s.Probes = []string{probe.LeaderFailover, probe.CompactionRemovedRecords}
 	})

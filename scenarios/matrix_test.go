@@ -173,7 +173,9 @@ func checkClaimProperty(t *testing.T, name string) {
 	})
 }
 
-func TestPropertyExactlyOnceIntoTheLog(t *testing.T)  { checkClaimProperty(t, "acks-all-idempotent") }
+func TestPropertyAtLeastOnceInOrderWithIdempotence(t *testing.T) {
+	checkClaimProperty(t, "acks-all-idempotent")
+}
 func TestPropertyAtLeastOnceWithRetries(t *testing.T) { checkClaimProperty(t, "acks-all-retries") }
 func TestPropertyAtMostOnceWithAcks0(t *testing.T)    { checkClaimProperty(t, "acks0") }
 func TestPropertyExactlyOnceThroughTheSink(t *testing.T) {
