@@ -204,8 +204,8 @@ func sequenceBefore(s, want int32) bool {
 // there: every sample of a log that only grew shares the earlier sample's
 // array (the sampler's replicaSamples.batches; histories are read only),
 // so comparing each sample from offset 0 cost the whole log again at every
-// sample, quadratic in a run's length. An array is named by its first
-// element; views of one array agree on the entries they share.
+// sample, quadratic in a run's length. Views of one array
+// (history.BatchArray) agree on the entries they share.
 //
 // Resuming is exact: the walks stop at the first batch at or past the
 // limit or the first difference, and batches are in offset order, so a
@@ -214,7 +214,7 @@ func sequenceBefore(s, want int32) bool {
 type agreement map[[2]*history.ReplicaBatch][2]int
 
 func (ag agreement) divergence(x, y *history.Replica, limit int64, compacted bool) string {
-	key := [2]*history.ReplicaBatch{arrayOf(x.Batches), arrayOf(y.Batches)}
+	key := [2]*history.ReplicaBatch{history.BatchArray(x.Batches), history.BatchArray(y.Batches)}
 	at := ag[key]
 	i, j := min(at[0], len(x.Batches)), min(at[1], len(y.Batches))
 	var msg string
@@ -227,13 +227,6 @@ func (ag agreement) divergence(x, y *history.Replica, limit int64, compacted boo
 		ag[key] = [2]int{i, j}
 	}
 	return msg
-}
-
-func arrayOf(b []history.ReplicaBatch) *history.ReplicaBatch {
-	if cap(b) == 0 {
-		return nil
-	}
-	return &b[:1][0]
 }
 
 // divergence says where replicas x and y first differ below offset limit

@@ -224,6 +224,16 @@ type FinalRead struct {
 	Offsets []PartitionOffset `json:"offsets,omitempty"`
 }
 
+// BatchArray names the array a replica's batches are a view of (nil for
+// none): two samples with one array agree on the batches both hold, so a
+// check of an earlier view need not be done again for a later one.
+func BatchArray(b []ReplicaBatch) *ReplicaBatch {
+	if cap(b) == 0 {
+		return nil
+	}
+	return &b[:1][0]
+}
+
 // Replica is what one replica of a partition holds after the drain, read
 // off its broker's disk as a tool reads it (kafka-dump-log): its batches in
 // offset order, its leader-epoch cache and its high watermark, with what
@@ -241,9 +251,12 @@ type Replica struct {
 	Online bool `json:"online,omitempty"`
 	// HighWatermark is the replica's own: live if it runs, else its
 	// checkpoint (-1 if neither).
-	HighWatermark int64          `json:"high_watermark"`
-	Batches       []ReplicaBatch `json:"batches"`
-	Epochs        []ReplicaEpoch `json:"epochs,omitempty"`
+	HighWatermark int64 `json:"high_watermark"`
+	// Batches may be a view of an earlier sample's array: a sampler hands
+	// every sample of a log that only grew the same array, longer, and
+	// never changes an entry it handed out (BatchArray names the array).
+	Batches []ReplicaBatch `json:"batches"`
+	Epochs  []ReplicaEpoch `json:"epochs,omitempty"`
 	// Stopped says why reading the log ended early ("" if it did not): a
 	// torn tail or a corrupt batch.
 	Stopped string `json:"stopped,omitempty"`

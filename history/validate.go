@@ -38,7 +38,7 @@ func (h History) Validate() error {
 // validation is what Validate carries from one operation to the next:
 // the index, and how many batches of each replica array are known to be
 // in order. Every sample of a replica's log that only grew is a view of
-// the earlier sample's array (a recorder's samples share it), so checking
+// the earlier sample's array (Replica.Batches, BatchArray), so checking
 // each from its first batch cost the whole log at every sample; a batch's
 // order depends only on the one before it, so a view resumes where an
 // earlier view of its array was checked to.
@@ -207,7 +207,7 @@ func (h History) validateOp(op *Op, v *validation) error {
 		if len(r.Batches) == 0 {
 			break
 		}
-		array := &r.Batches[0]
+		array := BatchArray(r.Batches)
 		if v.ordered == nil {
 			v.ordered = map[*ReplicaBatch]int{}
 		}

@@ -802,7 +802,6 @@ func (n *Node) appendEntry(e Entry) {
 	}
 }
 
-// Receive is message msg from voter from arriving at now.
 // RequestFailed is a request this node sent that will have no answer: the
 // connection to its peer failed or was closed under it. Kafka's
 // KafkaNetworkChannel answers such a request itself with
@@ -861,6 +860,7 @@ func (n *Node) nextVoteResend(deadline env.Time) env.Time {
 	return next
 }
 
+// Receive is message msg from voter from arriving at now.
 func (n *Node) Receive(from int32, msg Message, now env.Time) {
 	n.advance(now)
 	if from == n.cfg.ID {
