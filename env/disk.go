@@ -71,6 +71,26 @@ type Viewer interface {
 	ViewFile(name string, fn func(data []byte) error) error
 }
 
+// Memos is a Disk that keeps one value beside each file for a reader that
+// derived it from the file's bytes, so that after a crash the reader need
+// not derive again what the same bytes gave it before: the simulated disk
+// spares a recovery scan re-verifying a log it verified at the last start.
+// A value lasts exactly as long as the bytes it came from: Memo reports
+// none once bytes already in the file may have changed (an overwrite, a
+// truncation, a power loss, bit rot, another file under the name), and
+// removing the file drops it. Appending keeps it, so a value must say how
+// much of the file it covers. Memos change nothing a process can observe
+// but CPU time; a disk without them (real mode) makes the reader derive
+// everything every time.
+type Memos interface {
+	// Memo returns the value last set on the file, if its bytes are still
+	// those it was set on (the file may have grown).
+	Memo(name string) (v any, ok bool)
+	// SetMemo sets the file's value; it does nothing if there is no such
+	// file.
+	SetMemo(name string, v any)
+}
+
 // ViewFile calls fn with the whole file: lent by a Viewer, else read with
 // ReadFile. A read that fails returns its error without calling fn.
 func ViewFile(d Disk, name string, fn func(data []byte) error) error {

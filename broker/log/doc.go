@@ -36,6 +36,14 @@
 //     cache is truncated from the start again (the checkpoint may predate
 //     the last move), and side files orphaned below the first segment by
 //     an interrupted DeleteSegmentsBelow are removed.
+//     On a disk that keeps memos (env.Memos: the simulated one) the scan
+//     resumes where the last one stopped on bytes the disk vouches
+//     unchanged since (scanmemo.go): the checks are a function of those
+//     bytes, so only CPU time differs, and the package's tests open every
+//     log both ways and compare. Kafka scans only from its recovery point
+//     (LogLoader.recoverLog) and trusts the flushed bytes below it; this
+//     log checks every byte, so bit rot below the recovery point is found
+//     at the next start, not served.
 //   - The log start offset only rises, except by TruncateFullyAndStartAt.
 //     IncrementLogStartOffset (DeleteRecords) moves it, never past the log
 //     end — nor past the high watermark, which is the caller's to check.

@@ -183,7 +183,7 @@ func Open(d env.Disk, cfg Config) (*Log, error) {
 			}
 			break
 		}
-		seg, cut, err := l.recoverSegment(base)
+		seg, cut, err := l.recoverSegment(base, i == len(bases)-1)
 		if err != nil {
 			return nil, err
 		}
@@ -250,7 +250,7 @@ func Open(d env.Disk, cfg Config) (*Log, error) {
 	if err := l.recoverEpochs(afresh); err != nil {
 		return nil, err
 	}
-	l.rebuildProducerState()
+	l.recallProducerState()
 	if err := l.reconcileTxnIndexes(); err != nil {
 		return nil, err
 	}
@@ -262,8 +262,9 @@ func Open(d env.Disk, cfg Config) (*Log, error) {
 }
 
 // recoverSegment scans one segment file and cuts it at the first batch that
-// fails a check. cut reports whether it did.
-func (l *Log) recoverSegment(base int64) (*segment, bool, error) {
+// fails a check. cut reports whether it did. The last segment, which
+// appends go to, gets room for as many batches again as it holds.
+func (l *Log) recoverSegment(base int64, last bool) (*segment, bool, error) {
 	var (
 		side     []byte
 		sideErr  error
@@ -272,6 +273,7 @@ func (l *Log) recoverSegment(base int64) (*segment, bool, error) {
 		pos      = 0
 		size     = 0
 		reason   = ""
+		recalled *scanMemo
 	)
 	// The segment is lent, not copied (env.ViewFile): the scan keeps only
 	// batch entries, never the bytes.
@@ -280,9 +282,21 @@ func (l *Log) recoverSegment(base int64) (*segment, bool, error) {
 		if side, sideErr = l.disk.ReadFile(hdrName(l.dir, base)); sideErr != nil && !isNotExist(sideErr) {
 			return nil
 		}
-		seg.batches = make([]batchEntry, 0, len(side)/hdrEntrySize) // a synced batch has a header entry: most of them
 		seg.dirty, seg.txnDirty = len(data) > 0, true
-		pos, expected, reason = l.verifyBatches(seg, data, side)
+		room := len(side) / hdrEntrySize // a synced batch has a header entry: most of them
+		if recalled = l.recallScan(base, len(data)); recalled != nil {
+			room = max(room, len(recalled.batches))
+		}
+		if last {
+			room *= 2
+		}
+		seg.batches = make([]batchEntry, 0, room)
+		pos, expected = 0, base
+		if recalled != nil {
+			seg.batches = append(seg.batches, recalled.batches...)
+			pos, expected = recalled.size, recalled.next
+		}
+		pos, expected, reason = l.verifyBatches(seg, data, side, pos, expected)
 		return nil
 	})
 	if err != nil {
@@ -302,23 +316,22 @@ func (l *Log) recoverSegment(base int64) (*segment, bool, error) {
 			return nil, false, err
 		}
 	}
-	if int64(len(side)) != sideWant {
-		if len(side) == 0 && sideWant == 0 {
-			return seg, cut, nil
-		}
+	if int64(len(side)) != sideWant && (len(side) != 0 || sideWant != 0) {
 		if err := l.cutFile(hdrName(l.dir, base), sideWant); err != nil {
 			return nil, false, err
 		}
 	}
+	l.rememberScan(seg, recalled)
 	return seg, cut, nil
 }
 
-// verifyBatches appends to seg an entry for each batch of data, from the
-// start, that passes every check, and returns where the first that fails
-// begins (len(data) if none), the offset it should have started at, and
-// why it failed.
-func (l *Log) verifyBatches(seg *segment, data, side []byte) (pos int, expected int64, reason string) {
-	expected = seg.base
+// verifyBatches appends to seg an entry for each batch of data, from byte
+// pos (where a batch at offset expected begins, every batch before it
+// already in seg), that passes every check, and returns where the first
+// that fails begins (len(data) if none), the offset it should have started
+// at, and why it failed.
+func (l *Log) verifyBatches(seg *segment, data, side []byte, pos int, expected int64) (int, int64, string) {
+	reason := ""
 	for pos < len(data) {
 		b, _, err := record.Next(data[pos:])
 		switch {

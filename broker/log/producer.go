@@ -2,6 +2,7 @@ package log
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/kafkasim/kafkasim/broker/record"
@@ -85,6 +86,17 @@ type producerState struct {
 
 func newProducerState() producerState {
 	return producerState{producers: map[int64]*producerEntry{}}
+}
+
+// clone is a copy of s that shares nothing with it.
+func (s *producerState) clone() producerState {
+	c := producerState{producers: make(map[int64]*producerEntry, len(s.producers)), ongoing: slices.Clone(s.ongoing), aborted: slices.Clone(s.aborted)}
+	for id, p := range s.producers {
+		q := *p
+		q.batches = slices.Clone(p.batches)
+		c.producers[id] = &q
+	}
+	return c
 }
 
 // firstUnstableOffset is the first offset of the earliest open transaction.

@@ -86,6 +86,9 @@ type segment struct {
 	dirty    bool
 	txnDirty bool
 	txnStale bool // an append to the .txnindex failed: rewrite it whole
+	// memo is what Open's scan left beside the segment's files (a disk
+	// with env.Memos), or nil.
+	memo *scanMemo
 }
 
 func newSegment(dir string, base int64) *segment {

@@ -79,6 +79,9 @@ type file struct {
 	// version changes, to a number no other file of the disk has had,
 	// whenever bytes already in the file may change (Onlooker.Version).
 	version uint64
+	// memo is the value SetMemo set at version memoAt (env.Memos).
+	memo   any
+	memoAt uint64
 }
 
 type write struct {
@@ -220,6 +223,25 @@ func (d *Disk) ViewFile(name string, fn func(data []byte) error) error {
 	}
 	return fn(f.data[:len(f.data):len(f.data)])
 }
+
+// Memo implements env.Memos: the value is good while the file's version
+// is the one it was set at.
+func (d *Disk) Memo(name string) (any, bool) {
+	f, ok := d.files[name]
+	if !ok || f.memo == nil || f.memoAt != f.version {
+		return nil, false
+	}
+	return f.memo, true
+}
+
+// SetMemo implements env.Memos.
+func (d *Disk) SetMemo(name string, v any) {
+	if f, ok := d.files[name]; ok {
+		f.memo, f.memoAt = v, f.version
+	}
+}
+
+var _ env.Memos = (*Disk)(nil)
 
 // WriteAt implements env.Disk.
 func (d *Disk) WriteAt(name string, p []byte, off int64) error {

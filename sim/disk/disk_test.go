@@ -182,3 +182,60 @@ func TestAVersionChangesWhenWrittenBytesMayHave(t *testing.T) {
 		require.NotEqual(t, before, after, s.name)
 	}
 }
+
+func TestAMemoLastsWhileTheFileOnlyGrows(t *testing.T) {
+	d := New()
+	d.SetMemo("f", "nothing to keep it on")
+	_, ok := d.Memo("f")
+	require.False(t, ok, "a memo on a missing file")
+	set := func(name string) {
+		require.NoError(t, d.Append(name, []byte("0123456789")))
+		d.SetMemo(name, name+" verified")
+	}
+	kept := func(name string) bool {
+		v, ok := d.Memo(name)
+		require.True(t, !ok || v == name+" verified")
+		return ok
+	}
+	set("f")
+	require.NoError(t, d.Append("f", []byte("more")))
+	require.NoError(t, d.Sync("f"))
+	require.NoError(t, d.WriteAt("f", []byte("end"), 14))
+	require.True(t, kept("f"), "appends, a sync and a write at the end keep it")
+	require.NoError(t, d.Rename("f", "g"))
+	v, ok := d.Memo("g")
+	require.True(t, ok, "the memo goes with the bytes")
+	require.Equal(t, "f verified", v)
+	_, ok = d.Memo("f")
+	require.False(t, ok)
+
+	for _, tc := range []struct {
+		name   string
+		change func(name string)
+	}{
+		{"an overwrite", func(n string) { require.NoError(t, d.WriteAt(n, []byte("x"), 3)) }},
+		{"a truncation", func(n string) { require.NoError(t, d.Truncate(n, 4)) }},
+		{"a power loss", func(n string) { d.PowerLoss(false, env.NewRand(1)) }},
+		{"bit rot", func(n string) { d.Corrupt(n, env.NewRand(1)) }},
+		{"another file renamed over it", func(n string) {
+			require.NoError(t, d.Append("other", []byte("x")))
+			require.NoError(t, d.Rename("other", n))
+		}},
+		{"removing it", func(n string) {
+			require.NoError(t, d.Remove(n))
+			require.NoError(t, d.Append(n, []byte("x")))
+		}},
+	} {
+		set(tc.name)
+		tc.change(tc.name)
+		require.False(t, kept(tc.name), "%s drops the memo", tc.name)
+	}
+
+	set("h")
+	c := d.Clone()
+	_, ok = c.Memo("h")
+	require.False(t, ok, "a clone keeps no memos")
+	want, _ := d.Peek("h")
+	got, _ := c.Peek("h")
+	require.Equal(t, want, got)
+}

@@ -3,6 +3,7 @@ package disk
 import (
 	"bytes"
 	"hash/crc32"
+	"slices"
 
 	"github.com/kafkasim/kafkasim/env"
 )
@@ -93,6 +94,29 @@ func (d *Disk) Corrupt(prefix string, r *env.Rand) (name string, off int64, ok b
 		f.durable[off] ^= bit
 	}
 	return name, off, true
+}
+
+// Clone returns a copy of d, page cache, durable images, pending writes,
+// file versions and armed faults included, that keeps no memos (env.Memos)
+// and has no observer: a reader run on both shows whether what it recalls
+// on d is what it would derive afresh.
+func (d *Disk) Clone() *Disk {
+	c := New()
+	c.names = slices.Clone(d.names)
+	c.syncFailures, c.versions = d.syncFailures, d.versions
+	c.Syncs, c.Writes, c.Reads = d.Syncs, d.Writes, d.Reads
+	for prefix, n := range d.readFailures {
+		c.readFailures[prefix] = n
+	}
+	for name, f := range d.files {
+		g := &file{data: slices.Clone(f.data), durable: slices.Clone(f.durable), appendOnly: f.appendOnly, version: f.version}
+		for _, w := range f.pending {
+			w.data = slices.Clone(w.data)
+			g.pending = append(g.pending, w)
+		}
+		c.files[name] = g
+	}
+	return c
 }
 
 // UnsyncedBytes is how many bytes across all files a power loss would drop
