@@ -263,7 +263,8 @@ func Open(d env.Disk, cfg Config) (*Log, error) {
 
 // recoverSegment scans one segment file and cuts it at the first batch that
 // fails a check. cut reports whether it did. The last segment, which
-// appends go to, gets room for as many batches again as it holds.
+// appends go to, gets room for as many batches again as it holds (when it
+// is scanned from its first byte).
 func (l *Log) recoverSegment(base int64, last bool) (*segment, bool, error) {
 	var (
 		side     []byte
@@ -283,18 +284,16 @@ func (l *Log) recoverSegment(base int64, last bool) (*segment, bool, error) {
 			return nil
 		}
 		seg.dirty, seg.txnDirty = len(data) > 0, true
-		room := len(side) / hdrEntrySize // a synced batch has a header entry: most of them
 		if recalled = l.recallScan(base, len(data)); recalled != nil {
-			room = max(room, len(recalled.batches))
-		}
-		if last {
-			room *= 2
-		}
-		seg.batches = make([]batchEntry, 0, room)
-		pos, expected = 0, base
-		if recalled != nil {
-			seg.batches = append(seg.batches, recalled.batches...)
+			seg.batches = recalled.batches // shared: see scanMemo
 			pos, expected = recalled.size, recalled.next
+		} else {
+			room := len(side) / hdrEntrySize // a synced batch has a header entry: most of them
+			if last {
+				room *= 2
+			}
+			seg.batches = make([]batchEntry, 0, room)
+			pos, expected = 0, base
 		}
 		pos, expected, reason = l.verifyBatches(seg, data, side, pos, expected)
 		return nil

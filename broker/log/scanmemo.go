@@ -1,10 +1,6 @@
 package log
 
-import (
-	"slices"
-
-	"github.com/kafkasim/kafkasim/env"
-)
+import "github.com/kafkasim/kafkasim/env"
 
 // A scanMemo is what recoverSegment verified of one segment file: the
 // entries of its first size bytes, every batch of which passed every check
@@ -23,11 +19,16 @@ import (
 // proof that the header checksums are those it was verified against: a
 // header file that was rewritten, cut or replaced no longer carries it.
 type scanMemo struct {
-	base    int64
-	gaps    bool
-	size    int
-	next    int64
-	batches []batchEntry // the memo's own: a segment takes a copy
+	base int64
+	gaps bool
+	size int
+	next int64
+	// batches are the segment's own (segment.batches), shared: the log
+	// appends past them, and writes in place only what it derives
+	// (indexProducerState), or after a cut that leaves the memo behind
+	// (the file's version changed). Only the process the log belongs to
+	// writes to them, and it is gone before the next Open recalls them.
+	batches []batchEntry
 	// after is the producer state after every batch of the segments below
 	// and the first afterN of this one, or nil. It was derived on top of
 	// the previous segment's after as it was then (prevAfter; nil for the
@@ -65,12 +66,10 @@ func (l *Log) rememberScan(seg *segment, resumed *scanMemo) {
 		return
 	}
 	m := resumed
-	if m == nil || len(m.batches) > len(seg.batches) {
-		m = &scanMemo{base: seg.base, gaps: l.gapsAllowed(), batches: slices.Clone(seg.batches)}
-	} else {
-		m.batches = append(m.batches, seg.batches[len(m.batches):]...)
+	if m == nil {
+		m = &scanMemo{base: seg.base, gaps: l.gapsAllowed()}
 	}
-	m.size, m.next = int(seg.size), seg.nextOffset()
+	m.batches, m.size, m.next = seg.batches, int(seg.size), seg.nextOffset()
 	ms.SetMemo(logName(l.dir, seg.base), m)
 	ms.SetMemo(hdrName(l.dir, seg.base), m)
 	seg.memo = m
@@ -80,9 +79,9 @@ func (l *Log) rememberScan(seg *segment, resumed *scanMemo) {
 // recalled for the first segments hold the state their batches give, on
 // top of what lies below them still, it starts from that state and
 // replays only the batches after it. It then keeps in each segment's memo
-// the state after its batches, for the next Open. The batch entries of
-// markers carry what indexProducerState derives for them (the closed
-// transaction's first offset): a memo's entries are kept with it.
+// the state after its batches, for the next Open. The entries of markers
+// a recalled state covers already carry what indexProducerState derived
+// for them (the closed transaction's first offset): the memo shares them.
 func (l *Log) recallProducerState() {
 	l.producers = newProducerState()
 	var below *producerState // the previous segment's memo's state: the state now
@@ -107,7 +106,6 @@ func (l *Log) recallProducerState() {
 			state := l.producers.clone()
 			m.after, m.afterN, m.prevAfter = &state, len(s.batches), below
 		}
-		copy(m.batches, s.batches) // the markers' derived first offsets
 		below = m.after
 	}
 }
