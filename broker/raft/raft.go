@@ -120,6 +120,7 @@ type remote struct {
 type Node struct {
 	cfg    Config
 	voters []int32 // sorted
+	peers  []int32 // voters but this node, sorted: see others
 	now    env.Time
 	// Observer: the voter its next fetch for the leader goes to
 	// (maybeSendAnyVoterFetch), and when it may send one after an answer
@@ -191,6 +192,7 @@ func New(cfg Config, st QuorumState, snap Snapshot, log []Entry, now env.Time) *
 	cfg.defaults()
 	n := &Node{cfg: cfg, voters: slices.Sorted(slices.Values(cfg.Voters)), now: now, leaderHW: -1,
 		epoch: st.Epoch, votedFor: st.VotedID, leader: st.LeaderID, stored: st}
+	n.peers = slices.DeleteFunc(slices.Clone(n.voters), func(v int32) bool { return v == cfg.ID })
 	n.restore(snap, log)
 	if last := n.lastEpoch(n.LogEnd()); last > n.epoch {
 		// The quorum-state file is older than the log (lost or torn on a
@@ -266,9 +268,10 @@ func (n *Node) QuorumState() QuorumState { return QuorumState{n.epoch, n.votedFo
 func (n *Node) Voters() []int32          { return slices.Clone(n.voters) }
 func (n *Node) majority() int            { return len(n.voters)/2 + 1 }
 func (n *Node) isVoter(id int32) bool    { _, ok := slices.BinarySearch(n.voters, id); return ok }
-func (n *Node) others() []int32 {
-	return slices.DeleteFunc(slices.Clone(n.voters), func(v int32) bool { return v == n.cfg.ID })
-}
+
+// others is every voter but this node, in id order: the node's own slice,
+// made once (the voters never change), not to be modified.
+func (n *Node) others() []int32 { return n.peers }
 
 // lastEpoch is the epoch of the entry before end (start <= end <= LogEnd):
 // the snapshot's at the log start, 0 for an empty prefix.
@@ -541,7 +544,7 @@ func (n *Node) resign(now env.Time) {
 	n.role, n.leader, n.leaderEpoch = Resigned, n.cfg.ID, n.epoch
 	n.electionDeadline = now.Add(n.electionTimeout())
 	n.persist()
-	succ := n.others()
+	succ := slices.Clone(n.others())
 	slices.SortStableFunc(succ, func(a, b int32) int {
 		ea, eb := ends[a], ends[b]
 		if ea != eb {
@@ -1098,7 +1101,8 @@ func (n *Node) fetchAnswer(from int32, m FetchRequest) FetchResponse {
 // offset a majority of voters holds (the leader by its flushed end),
 // once it is past the start of the leader's epoch; never backwards.
 func (n *Node) maybeAdvanceHW() {
-	ends := []int64{n.flushed}
+	var room [8]int64 // a quorum of up to 8 needs no allocation
+	ends := append(room[:0], n.flushed)
 	for _, v := range n.others() {
 		ends = append(ends, n.remotes[v].end)
 	}
