@@ -137,19 +137,29 @@ func scanSegment(data []byte, pos int, next int64, verify bool, into []DumpedBat
 // log start offset from their checkpoint files, leaving them unset where a
 // file is missing or does not parse.
 func readDumpCheckpoints(d Files, dir string, out *Dump) {
-	if lines, ok, err := readCheckpoint(d, dir+"/"+epochCheckpointFile); err == nil && ok {
+	out.Epochs = readDumpEpochs(d, dir+"/"+epochCheckpointFile)
+	out.HighWatermark = readDumpOffset(d, dir+"/"+hwCheckpointFile, false)
+	out.LogStartOffset = readDumpOffset(d, dir+"/"+logStartCheckpointFile, true)
+}
+
+// readDumpEpochs is a dump's epoch cache: the entries of the checkpoint
+// file name, or nil if it is missing or unreadable.
+func readDumpEpochs(d Files, name string) []EpochEntry {
+	if lines, ok, err := readCheckpoint(d, name); err == nil && ok {
 		if c, err := parseEpochLines(lines); err == nil {
-			out.Epochs = c.entries
+			return c.entries
 		}
 	}
-	if lines, ok, err := readCheckpoint(d, dir+"/"+hwCheckpointFile); err == nil && ok && len(lines) == 1 {
-		if v, err := strconv.ParseInt(strings.TrimSpace(lines[0]), 10, 64); err == nil {
-			out.HighWatermark = v
+	return nil
+}
+
+// readDumpOffset is the offset a one-line checkpoint file holds, or -1 if
+// it is missing or unreadable (or, with nonNegative, negative).
+func readDumpOffset(d Files, name string, nonNegative bool) int64 {
+	if lines, ok, err := readCheckpoint(d, name); err == nil && ok && len(lines) == 1 {
+		if v, err := strconv.ParseInt(strings.TrimSpace(lines[0]), 10, 64); err == nil && (v >= 0 || !nonNegative) {
+			return v
 		}
 	}
-	if lines, ok, err := readCheckpoint(d, dir+"/"+logStartCheckpointFile); err == nil && ok && len(lines) == 1 {
-		if v, err := strconv.ParseInt(strings.TrimSpace(lines[0]), 10, 64); err == nil && v >= 0 {
-			out.LogStartOffset = v
-		}
-	}
+	return -1
 }

@@ -126,7 +126,7 @@ func (s *DumpScanner) Scan(d VersionedFiles, topic string, partition int32) (dum
 	}
 	s.segs = segs
 	dump.Batches = s.batches
-	s.readCheckpoints(d, dir, &dump)
+	s.readCheckpoints(d, &dump)
 	return dump, unchanged, nil
 }
 
@@ -161,17 +161,22 @@ func (s *DumpScanner) dropLeading(first string) bool {
 // readCheckpoints is readDumpCheckpoints, parsing a checkpoint file again
 // only when its version moved (checkpoints are replaced, not appended, so
 // any rewrite gives a new version).
-func (s *DumpScanner) readCheckpoints(d VersionedFiles, dir string, out *Dump) {
-	ev, eok := d.Version(s.epochsName)
-	hv, hok := d.Version(s.watermarkName)
-	sv, sok := d.Version(s.startName)
-	if !s.read || eok != s.haveEpochs || ev != s.epochsAt || hok != s.haveMarked || hv != s.watermarkAt ||
-		sok != s.haveStart || sv != s.startAt {
-		s.checkpoints = Dump{HighWatermark: -1, LogStartOffset: -1}
-		readDumpCheckpoints(d, dir, &s.checkpoints)
-		s.epochsAt, s.haveEpochs, s.watermarkAt, s.haveMarked, s.read = ev, eok, hv, hok, true
+func (s *DumpScanner) readCheckpoints(d VersionedFiles, out *Dump) {
+	// (The high watermark's is rewritten at every flush, the epoch
+	// cache's only when leadership moves.)
+	if ev, eok := d.Version(s.epochsName); !s.read || eok != s.haveEpochs || ev != s.epochsAt {
+		s.checkpoints.Epochs = readDumpEpochs(d, s.epochsName)
+		s.epochsAt, s.haveEpochs = ev, eok
+	}
+	if hv, hok := d.Version(s.watermarkName); !s.read || hok != s.haveMarked || hv != s.watermarkAt {
+		s.checkpoints.HighWatermark = readDumpOffset(d, s.watermarkName, false)
+		s.watermarkAt, s.haveMarked = hv, hok
+	}
+	if sv, sok := d.Version(s.startName); !s.read || sok != s.haveStart || sv != s.startAt {
+		s.checkpoints.LogStartOffset = readDumpOffset(d, s.startName, true)
 		s.startAt, s.haveStart = sv, sok
 	}
+	s.read = true
 	out.Epochs, out.HighWatermark = s.checkpoints.Epochs, s.checkpoints.HighWatermark
 	out.LogStartOffset = s.checkpoints.LogStartOffset
 }

@@ -15,7 +15,9 @@ import (
 // appended, must see exactly what a fresh ScanDump sees after any mix of
 // appends, rolls, truncations, a crash's reopen, a flipped bit, power loss
 // and moves of the log start (segments removed from the head, the log
-// emptied to start at an offset past its end); and the batches it calls
+// emptied to start at an offset past its end) and of the high-watermark
+// checkpoint, each checkpoint file read again only when it changed; and
+// the batches it calls
 // unchanged must be the previous scan's.
 func TestPropertyAScannerSeesWhatAFreshScanSees(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
@@ -27,7 +29,7 @@ func TestPropertyAScannerSeesWhatAFreshScanSees(t *testing.T) {
 		var sc log.DumpScanner
 		var prev []log.DumpedBatch
 		for i := range rapid.IntRange(1, 40).Draw(rt, "steps") {
-			switch rapid.IntRange(0, 12).Draw(rt, fmt.Sprintf("op%d", i)) {
+			switch rapid.IntRange(0, 13).Draw(rt, fmt.Sprintf("op%d", i)) {
 			case 0, 1, 2, 3, 4:
 				// A flipped bit in a batch's leader epoch, behind a flipped
 				// header checksum, may leave the log in a high epoch.
@@ -55,6 +57,9 @@ func TestPropertyAScannerSeesWhatAFreshScanSees(t *testing.T) {
 				require.NoError(rt, err)
 			case 12:
 				require.NoError(rt, l.TruncateFullyAndStartAt(l.LogEndOffset()+rapid.Int64Range(0, 5).Draw(rt, "past")))
+			case 13:
+				hw := rapid.Int64Range(l.LogStartOffset(), l.LogEndOffset()).Draw(rt, "hw")
+				require.NoError(rt, l.CheckpointHighWatermark(hw))
 			}
 			got, unchanged, err := sc.Scan(d.Onlooker(), "t", 0)
 			require.NoError(rt, err)
