@@ -61,7 +61,7 @@ func runTranscript(t *testing.T, path string) {
 	var l *log.Log
 	reopen := func() string {
 		var err error
-		l, err = log.Open(d, cfg)
+		l, err = openBothWays(t, d, cfg)
 		if err != nil {
 			return "error: " + err.Error()
 		}

@@ -86,7 +86,7 @@ func TestPropertyAScannerSeesWhatAFreshScanSees(t *testing.T) {
 // recovery fails (a flipped bit where recovery cannot cut) is left as the
 // disk holds it, which the scan must read all the same.
 func reopen(t *rapid.T, d *disk.Disk, cfg log.Config) *log.Log {
-	l, err := log.Open(d, cfg)
+	l, err := openBothWays(t, d, cfg)
 	if err != nil {
 		t.Skipf("open after a fault: %v", err)
 	}

@@ -28,38 +28,45 @@ func testConfig() log.Config {
 	}
 }
 
-// mustOpen opens the log of cfg on d and checks its consistency.
-// On a simulated disk it opens the log twice: on a copy of the disk first,
-// which keeps none of the memos a recovery scan leaves (env.Memos), so its
-// scan starts from each segment's first byte; then on the disk itself,
-// resuming where the last scan stopped. Both must recover the same state
-// and leave the same files.
+// mustOpen opens the log of cfg on d, both ways (openBothWays), and checks
+// its consistency.
 func mustOpen(t tb, d env.Disk, cfg log.Config) *log.Log {
 	t.Helper()
-	sd, simulated := d.(*disk.Disk)
-	var fresh *disk.Disk
-	var afresh *log.Log
-	if simulated {
-		fresh = sd.Clone()
-		var err error
-		afresh, err = log.Open(fresh, cfg)
-		require.NoError(t, err, "opened on a copy without memos")
-	}
-	l, err := log.Open(d, cfg)
+	l, err := openBothWays(t, d, cfg)
 	require.NoError(t, err)
 	l.CheckConsistency()
-	if simulated {
-		require.True(t, log.SameState(afresh, l), "the log recovered from memos is not the log recovered afresh:\nafresh %+v\nmemos  %+v", afresh.Recovery(), l.Recovery())
-		names := sd.List("")
-		require.Equal(t, fresh.List(""), names, "files after recovery")
-		for _, name := range names {
-			want, _ := fresh.Peek(name)
-			got, _ := sd.Peek(name)
-			require.Equal(t, want, got, "file %s after recovery", name)
-		}
-		require.Equal(t, fresh.UnsyncedBytes(), sd.UnsyncedBytes(), "unsynced bytes after recovery")
-	}
 	return l
+}
+
+// openBothWays opens the log of cfg on d. On a simulated disk it opens it
+// twice: on a copy of the disk first, which keeps none of the memos a
+// recovery scan leaves (env.Memos), so its scan starts from each
+// segment's first byte; then on the disk itself, resuming where the last
+// scan stopped. Both must fail alike, or recover the same state and leave
+// the same files.
+func openBothWays(t tb, d env.Disk, cfg log.Config) (*log.Log, error) {
+	t.Helper()
+	sd, simulated := d.(*disk.Disk)
+	if !simulated {
+		return log.Open(d, cfg)
+	}
+	fresh := sd.Clone()
+	afresh, freshErr := log.Open(fresh, cfg)
+	l, err := log.Open(d, cfg)
+	if freshErr != nil || err != nil {
+		require.Equal(t, fmt.Sprint(freshErr), fmt.Sprint(err), "opened on a copy without memos, and with them")
+		return l, err
+	}
+	require.True(t, log.SameState(afresh, l), "the log recovered from memos is not the log recovered afresh:\nafresh %+v\nmemos  %+v", afresh.Recovery(), l.Recovery())
+	names := sd.List("")
+	require.Equal(t, fresh.List(""), names, "files after recovery")
+	for _, name := range names {
+		want, _ := fresh.Peek(name)
+		got, _ := sd.Peek(name)
+		require.Equal(t, want, got, "file %s after recovery", name)
+	}
+	require.Equal(t, fresh.UnsyncedBytes(), sd.UnsyncedBytes(), "unsynced bytes after recovery")
+	return l, nil
 }
 
 // vals builds a plain batch of values "prefix0", "prefix1", ...
