@@ -68,7 +68,8 @@ type Options struct {
 // a failure to write the HTML file; the verdict is complete in the latter
 // case.
 func Check(h history.History, opts Options) (Verdict, error) {
-	if err := h.Validate(); err != nil {
+	r, err := model.ValidateAndResolve(h)
+	if err != nil {
 		return Verdict{}, err
 	}
 	if opts.PorcupineTimeout == 0 {
@@ -79,7 +80,6 @@ func Check(h history.History, opts Options) (Verdict, error) {
 	}
 	rep := newReport(opts.WitnessesMax)
 	v := Verdict{Stats: Stats{Ops: len(h)}, OrderHeld: true}
-	r := model.Resolve(h)
 	if len(opts.Compacted) > 0 {
 		r.Compact(h, func(topic string) bool { return slices.Contains(opts.Compacted, topic) })
 	}

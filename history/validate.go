@@ -7,11 +7,37 @@ import (
 // Validate checks the history's contract (see the package documentation)
 // and returns the first violation, naming the operation.
 func (h History) Validate() error {
+	v, err := h.Validation()
+	if err != nil {
+		return err
+	}
+	for i := range h {
+		if err := v.Op(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Validation validates a history one operation at a time, for a caller
+// that walks the history anyway and would rather read each operation once:
+// Validation checks the IDs (positive and unique), Op(i) then checks the
+// i-th operation. Calling Op for every position in order is Validate: the
+// errors are its errors, in its order.
+type Validation struct {
+	h History
+	v validation
+}
+
+// Validation checks h's IDs, returning the first entry whose ID is not
+// positive or repeats an earlier one's, and starts validating its
+// operations.
+func (h History) Validation() (*Validation, error) {
 	seen := make(map[ID]int)
 	for i := range h {
 		op := &h[i]
 		if op.ID <= 0 {
-			return fmt.Errorf("history: entry %d: id %d is not positive", i, op.ID)
+			return nil, fmt.Errorf("history: entry %d: id %d is not positive", i, op.ID)
 		}
 		if op.ID == ID(i+1) && len(seen) == 0 {
 			continue // dense so far: no map needed
@@ -22,15 +48,25 @@ func (h History) Validate() error {
 			}
 		}
 		if j, dup := seen[op.ID]; dup {
-			return fmt.Errorf("history: %s: duplicate id (entries %d and %d)", op, j, i)
+			return nil, fmt.Errorf("history: %s: duplicate id (entries %d and %d)", op, j, i)
 		}
 		seen[op.ID] = i
 	}
-	v := validation{ids: h.Index()}
-	for i := range h {
-		if err := h.validateOp(&h[i], &v); err != nil {
-			return fmt.Errorf("history: %s: %w", &h[i], err)
-		}
+	ids := Index{dense: true} // what h.Index() finds, without walking h again
+	if len(seen) > 0 {
+		ids = Index{m: seen}
+	}
+	return &Validation{h: h, v: validation{ids: ids}}, nil
+}
+
+// Index is the history's index (History.Index).
+func (v *Validation) Index() Index { return v.v.ids }
+
+// Op checks the operation at position i, and returns the violation, naming
+// the operation, or nil.
+func (v *Validation) Op(i int) error {
+	if err := v.h.validateOp(&v.h[i], &v.v); err != nil {
+		return fmt.Errorf("history: %s: %w", &v.h[i], err)
 	}
 	return nil
 }

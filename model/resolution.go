@@ -209,9 +209,34 @@ func (t *partitionTable) create(tp history.TopicPartition) *partitionBuild {
 // records, lie together, in history order: the checks that walk one
 // partition read memory in order.
 func Resolve(h history.History) *Resolution {
+	r, _ := resolve(h, nil, h.Index())
+	return r
+}
+
+// ValidateAndResolve is h.Validate, then Resolve(h), in one walk less: it
+// validates each operation (history.Validation) as its first walk reaches
+// it, while the operation is in the cache, instead of walking the history
+// once more beforehand. The error is Validate's; the resolution is nil
+// with it.
+func ValidateAndResolve(h history.History) (*Resolution, error) {
+	v, err := h.Validation()
+	if err != nil {
+		return nil, err
+	}
+	return resolve(h, v, v.Index())
+}
+
+// resolve is Resolve, validating each operation with v first if v is not
+// nil; index is h's.
+func resolve(h history.History, v *history.Validation, index history.Index) (*Resolution, error) {
 	var parts partitionTable
 	var sends, values, polls, reads, records int
 	for i := range h {
+		if v != nil {
+			if err := v.Op(i); err != nil {
+				return nil, err
+			}
+		}
 		switch op := &h[i]; op.Kind {
 		case history.KindSend:
 			sends++
@@ -242,8 +267,7 @@ func Resolve(h history.History) *Resolution {
 		values += b.values
 		records += b.records
 	}
-	r.Index = h.Index()
-	index := r.Index
+	r.Index = index
 	for i := range h {
 		op := &h[i]
 		if op.Kind != history.KindSend {
@@ -300,7 +324,7 @@ func Resolve(h history.History) *Resolution {
 		}
 	}
 	r.partition(parts.builds)
-	return r
+	return r, nil
 }
 
 // claim fills each build's definite claims: the first value an

@@ -1,10 +1,13 @@
 package model_test
 
 import (
+	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
 	"github.com/kafkasim/kafkasim/history"
+	"github.com/kafkasim/kafkasim/history/historytest"
 	"github.com/kafkasim/kafkasim/model"
 )
 
@@ -137,6 +140,60 @@ func TestAFlattenedLogMatchesItsRecordsAsTheResolutionDoes(t *testing.T) {
 		rv, fv := r.RecordValues[i], f.RecordValues[i]
 		if (rv < 0) != (fv < 0) || r.RecordValue(int32(i)) != f.RecordValue(int32(i)) {
 			t.Fatalf("record %d: resolution %d %q, flattened %d %q", i, rv, r.RecordValue(int32(i)), fv, f.RecordValue(int32(i)))
+		}
+	}
+}
+
+// TestValidatingWhileResolvingIsValidateThenResolve: ValidateAndResolve
+// gives Validate's error, the first in the history, and otherwise what
+// Resolve gives.
+func TestValidatingWhileResolvingIsValidateThenResolve(t *testing.T) {
+	h := historytest.Log(historytest.DefaultLogConfig(2000, 3, 4), rand.New(rand.NewPCG(7, 0)))
+	r, err := model.ValidateAndResolve(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := model.Resolve(h); !reflect.DeepEqual(r, want) {
+		t.Fatal("ValidateAndResolve resolved a valid history differently from Resolve")
+	}
+	broken := func(f func(h history.History)) history.History {
+		c := slices.Clone(h)
+		f(c)
+		return c
+	}
+	sendAt := func(h history.History, from int) int {
+		for i := from; ; i++ {
+			if h[i].Kind == history.KindSend {
+				return i
+			}
+		}
+	}
+	for name, b := range map[string]history.History{
+		"an empty value late": broken(func(h history.History) {
+			i := sendAt(h, 1500)
+			s := *h[i].Send
+			s.Messages = []history.Message{{}}
+			h[i].Send = &s
+		}),
+		"two bad ops": broken(func(h history.History) {
+			h[900].Process = ""
+			h[sendAt(h, 100)].Call = -1
+		}),
+		"a duplicate id after a bad op": broken(func(h history.History) {
+			h[10].Process = ""
+			h[1999].ID = h[5].ID
+		}),
+		"a sparse history with a bad op": broken(func(h history.History) {
+			for i := range h {
+				h[i].ID *= 2
+			}
+			h[1200].Process = ""
+		}),
+	} {
+		want := b.Validate()
+		r, err := model.ValidateAndResolve(b)
+		if want == nil || err == nil || err.Error() != want.Error() || r != nil {
+			t.Errorf("%s: got %v (resolution %v), want %v", name, err, r != nil, want)
 		}
 	}
 }
