@@ -145,9 +145,9 @@ type partitionBuild struct {
 	// sends acknowledged with their offsets, and the others that did not fail
 	definiteSends, indefiniteSends int
 	rlo, rhi                       int64 // the records' offsets
-	// Its values and records: how many, and where the next goes.
-	values, records       int
-	nextValue, nextRecord int32
+	// Its values and records: how many, and where its next value goes.
+	values, records int
+	nextValue       int32
 }
 
 // partitionTable finds a topic-partition's build without hashing in the
@@ -205,9 +205,11 @@ func (t *partitionTable) create(tp history.TopicPartition) *partitionBuild {
 // Resolve resolves a valid history into partition logs, sorted by
 // topic-partition (see Logs). It walks the history three times: to size
 // its arrays, for the sends, then for the reads — each record compared once
-// with the value claimed at its offset. Each partition's values, and its
-// records, lie together, in history order: the checks that walk one
-// partition read memory in order.
+// with the value claimed at its offset. Each partition's values lie
+// together, in history order: the checks that walk one partition's appends
+// read memory in order. The records lie in history order, as the reads do:
+// the checks walk the reads in history order (laid out by partition, they
+// cost the 64-partition benchmark some 0.05 CPU-s more).
 func Resolve(h history.History) *Resolution {
 	r, _ := resolve(h, nil, h.Index())
 	return r
@@ -261,11 +263,10 @@ func resolve(h history.History, v *history.Validation, index history.Index) (*Re
 	}
 	r := &Resolution{Values: make([]string, values), Input: make([]bool, values), Sends: make([]Sent, 0, sends),
 		Polls: make([]Polled, 0, polls), Reads: make([]Read, 0, reads), RecordOffsets: make([]int64, records), RecordValues: make([]int32, records)}
-	values, records = 0, 0
+	values = 0
 	for _, b := range parts.builds {
-		b.nextValue, b.nextRecord = int32(values), int32(records)
+		b.nextValue = int32(values)
 		values += b.values
-		records += b.records
 	}
 	r.Index = index
 	for i := range h {
@@ -373,8 +374,12 @@ func (r *Resolution) read(b *partitionBuild, op *history.Op, pos int, final bool
 	if lastStable != nil {
 		ls = *lastStable
 	}
+	next := int32(0) // records lie in history order: this read's follow the last one's
+	if n := len(r.Reads); n > 0 {
+		next = r.Reads[n-1].Record + r.Reads[n-1].Count
+	}
 	r.Reads = append(r.Reads, Read{Op: op.ID, Pos: int32(pos), Part: b.id, Final: final, Committed: committed,
-		Call: op.Call, Return: op.Return, From: from, LastStable: ls, Record: b.nextRecord, Count: int32(len(recs))})
+		Call: op.Call, Return: op.Return, From: from, LastStable: ls, Record: next, Count: int32(len(recs))})
 	for k := range recs {
 		e := &recs[k]
 		b.rlo, b.rhi = min(b.rlo, e.Offset), max(b.rhi, e.Offset)
@@ -385,11 +390,11 @@ func (r *Resolution) read(b *partitionBuild, op *history.Op, pos int, final bool
 			}
 		}
 		if v < 0 {
-			r.unwritten = append(r.unwritten, unwritten{record: b.nextRecord, part: b.id, value: e.Value})
+			r.unwritten = append(r.unwritten, unwritten{record: next, part: b.id, value: e.Value})
 		}
-		r.RecordOffsets[b.nextRecord] = e.Offset
-		r.RecordValues[b.nextRecord] = v
-		b.nextRecord++
+		r.RecordOffsets[next] = e.Offset
+		r.RecordValues[next] = v
+		next++
 	}
 }
 
