@@ -252,6 +252,7 @@ func (a *analysis) settle() {
 // process's operations in invocation order.
 func (a *analysis) survey() {
 	procs := newValues(nil, 64)
+	names := newNames(procs)
 	a.producers.proc = make([]int32, 0, len(a.r.Sends))
 	a.consumed = make([]consumerOp, 0, len(a.h)-len(a.r.Sends))
 	a.consumers.proc = make([]int32, 0, len(a.h)-len(a.r.Sends))
@@ -260,14 +261,14 @@ func (a *analysis) survey() {
 		op := &a.h[i]
 		switch op.Kind {
 		case history.KindSend:
-			a.producers.proc = append(a.producers.proc, procs.id(op.Process))
+			a.producers.proc = append(a.producers.proc, names.id(op.Process))
 		case history.KindPoll:
 			a.consumed = append(a.consumed, consumerOp{call: op.Call, id: op.ID, pos: int32(i), poll: polls})
-			a.consumers.proc = append(a.consumers.proc, procs.id(op.Process))
+			a.consumers.proc = append(a.consumers.proc, names.id(op.Process))
 			polls++
 		case history.KindAssign, history.KindSubscribe, history.KindRebalance, history.KindSeek:
 			a.consumed = append(a.consumed, consumerOp{call: op.Call, id: op.ID, pos: int32(i), poll: -1})
-			a.consumers.proc = append(a.consumers.proc, procs.id(op.Process))
+			a.consumers.proc = append(a.consumers.proc, names.id(op.Process))
 		case history.KindNemesis:
 		default:
 			if op.Kind == history.KindTxn {
@@ -276,11 +277,11 @@ func (a *analysis) survey() {
 			a.rare = append(a.rare, int32(i))
 		}
 	}
-	names := procs.extra // ids from 0, len(base) being 0
+	seen := procs.extra // ids from 0, len(base) being 0
 	// Number the processes by name.
-	sorted := slices.Clone(names)
+	sorted := slices.Clone(seen)
 	slices.Sort(sorted)
-	rank := make([]int32, len(names))
+	rank := make([]int32, len(seen))
 	for i, n := range sorted {
 		rank[procs.lookup(n)] = int32(i)
 	}

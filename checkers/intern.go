@@ -156,3 +156,38 @@ func hashString(s string) uint64 {
 	h ^= h >> 33
 	return h
 }
+
+// names interns the process names of a history's operations, one per
+// operation: few names, met over and over. A direct-mapped cache, keyed by
+// a name's length and last byte, answers most of them with one comparison
+// of short strings instead of hashing the name; the table behind it
+// decides the ids (first seen, from len(base)).
+type names struct {
+	table *values
+	cache [128]struct {
+		name string
+		id   int32 // -1: empty
+	}
+}
+
+func newNames(table *values) *names {
+	n := &names{table: table}
+	for i := range n.cache {
+		n.cache[i].id = -1
+	}
+	return n
+}
+
+// id is name's id in the table, interning it if new.
+func (n *names) id(name string) int32 {
+	k := len(name) * 31
+	if len(name) > 0 {
+		k += int(name[len(name)-1])
+	}
+	e := &n.cache[k%len(n.cache)]
+	if e.id >= 0 && e.name == name {
+		return e.id
+	}
+	e.name, e.id = name, n.table.id(name)
+	return e.id
+}

@@ -84,3 +84,16 @@ func TestInterningPastTheExpectedCountGrowsTheTableAndKeepsEveryID(t *testing.T)
 		t.Fatal("a value never interned was found")
 	}
 }
+
+// TestProcessNamesGetTheTablesIdsWhateverTheCacheHolds: names whose cache
+// slots collide (same length and last byte), and the empty name, get the
+// ids the table alone gives, in first-seen order.
+func TestProcessNamesGetTheTablesIdsWhateverTheCacheHolds(t *testing.T) {
+	seq := []string{"p1", "q1", "p1", "", "consumer-1", "q1", "", "producer-1", "consumer-1", "p1"}
+	alone, cached := newValues(nil, 4), newNames(newValues(nil, 4))
+	for i, n := range seq {
+		if got, want := cached.id(n), alone.id(n); got != want {
+			t.Fatalf("name %d (%q): id %d, want %d", i, n, got, want)
+		}
+	}
+}
