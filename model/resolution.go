@@ -31,7 +31,7 @@ type Resolution struct {
 	Partitions    []Partition
 	// Index is the history's (h.Index()), which resolving needs anyway.
 	Index     history.Index
-	unwritten []unwritten // records not holding the first definite claim at their offset
+	unwritten []unwritten // records not holding the first definite claim at their offset, in record order
 }
 
 // Sent is one send of the history, with what the checkers read of it.
@@ -452,18 +452,35 @@ func (r *Resolution) partition(builds []*partitionBuild) {
 		readsOf[r.Reads[k].Part] = append(readsOf[r.Reads[k].Part], int32(k))
 	}
 	r.Partitions = make([]Partition, len(logged))
-	byPart := make([][]unwritten, len(logged)) // r.unwritten sorted by partition, then record
-	slices.SortStableFunc(r.unwritten, func(x, y unwritten) int { return int(x.part - y.part) })
-	for u := 0; u < len(r.unwritten); {
-		v := u
-		for v < len(r.unwritten) && r.unwritten[v].part == r.unwritten[u].part {
-			v++
-		}
-		byPart[r.unwritten[u].part] = r.unwritten[u:v]
-		u = v
-	}
+	byPart := unwrittenByPartition(r.unwritten, len(logged))
 	for i, b := range logged {
 		r.Partitions[i] = r.resolve(b, apps[i], indefinite[i], readsOf[i], byPart[i])
 	}
-	slices.SortFunc(r.unwritten, func(x, y unwritten) int { return int(x.record - y.record) }) // for RecordValue
+}
+
+// unwrittenByPartition groups the unwritten records, which are in record
+// order (the reads' records lie in history order, and are read so), by
+// partition, each partition's still in record order, in linear time; us
+// itself stays in record order, for RecordValue.
+func unwrittenByPartition(us []unwritten, parts int) [][]unwritten {
+	start := make([]int, parts+1)
+	for _, u := range us {
+		start[u.part+1]++
+	}
+	for p := 1; p <= parts; p++ {
+		start[p] += start[p-1]
+	}
+	grouped := make([]unwritten, len(us))
+	next := slices.Clone(start[:parts])
+	for _, u := range us {
+		grouped[next[u.part]] = u
+		next[u.part]++
+	}
+	by := make([][]unwritten, parts)
+	for p := range by {
+		if start[p+1] > start[p] {
+			by[p] = grouped[start[p]:start[p+1]]
+		}
+	}
+	return by
 }
