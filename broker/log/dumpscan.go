@@ -162,8 +162,8 @@ func (s *DumpScanner) dropLeading(first string) bool {
 // only when its version moved (checkpoints are replaced, not appended, so
 // any rewrite gives a new version).
 func (s *DumpScanner) readCheckpoints(d VersionedFiles, out *Dump) {
-	// (The high watermark's is rewritten at every flush, the epoch
-	// cache's only when leadership moves.)
+	// Each file on its own: the high watermark's is rewritten at every
+	// flush, the epoch cache's only when leadership moves.
 	if ev, eok := d.Version(s.epochsName); !s.read || eok != s.haveEpochs || ev != s.epochsAt {
 		s.checkpoints.Epochs = readDumpEpochs(d, s.epochsName)
 		s.epochsAt, s.haveEpochs = ev, eok

@@ -183,7 +183,7 @@ func Open(d env.Disk, cfg Config) (*Log, error) {
 			}
 			break
 		}
-		seg, cut, err := l.recoverSegment(base, i == len(bases)-1)
+		seg, cut, err := l.recoverSegment(base)
 		if err != nil {
 			return nil, err
 		}
@@ -262,10 +262,8 @@ func Open(d env.Disk, cfg Config) (*Log, error) {
 }
 
 // recoverSegment scans one segment file and cuts it at the first batch that
-// fails a check. cut reports whether it did. The last segment, which
-// appends go to, gets room for as many batches again as it holds (when it
-// is scanned from its first byte).
-func (l *Log) recoverSegment(base int64, last bool) (*segment, bool, error) {
+// fails a check. cut reports whether it did.
+func (l *Log) recoverSegment(base int64) (*segment, bool, error) {
 	var (
 		side     []byte
 		sideErr  error
@@ -288,11 +286,7 @@ func (l *Log) recoverSegment(base int64, last bool) (*segment, bool, error) {
 			seg.batches = recalled.batches // shared: see scanMemo
 			pos, expected = recalled.size, recalled.next
 		} else {
-			room := len(side) / hdrEntrySize // a synced batch has a header entry: most of them
-			if last {
-				room *= 2
-			}
-			seg.batches = make([]batchEntry, 0, room)
+			seg.batches = make([]batchEntry, 0, len(side)/hdrEntrySize) // a synced batch has a header entry: most of them
 			pos, expected = 0, base
 		}
 		pos, expected, reason = l.verifyBatches(seg, data, side, pos, expected)
@@ -315,7 +309,7 @@ func (l *Log) recoverSegment(base int64, last bool) (*segment, bool, error) {
 			return nil, false, err
 		}
 	}
-	if int64(len(side)) != sideWant && (len(side) != 0 || sideWant != 0) {
+	if int64(len(side)) != sideWant {
 		if err := l.cutFile(hdrName(l.dir, base), sideWant); err != nil {
 			return nil, false, err
 		}
