@@ -22,6 +22,9 @@ type Protocol[Q, R any] interface {
 	// Forget tells the protocol the connection is no longer the Conn's,
 	// when the Conn itself closes it.
 	Forget(conn env.ConnID)
+	// Failed is the error a call for q ends with when the Conn or End
+	// ends it with err (the Kafka client names the API and server in it).
+	Failed(q Q, err error) error
 }
 
 // Options tune a Conn.
@@ -82,7 +85,9 @@ const (
 	ready
 )
 
-// Call is one request and what waits for its end.
+// Call is one request and what waits for its end. A protocol whose
+// request embeds its Call queues it with EnqueueCall, one allocation
+// fewer per call.
 type Call[Q, R any] struct {
 	Req      Q
 	timer    env.TimerID
@@ -121,7 +126,13 @@ func (c *Conn[Q, R]) Inflight() []*Call[Q, R] { return c.inflight }
 // Errors.NotSentInTime, sent and unanswered with Errors.Timeout. The
 // caller refuses calls on a shut Conn itself.
 func (c *Conn[Q, R]) Enqueue(q Q, timeout time.Duration, done func(R, error)) {
-	k := &Call[Q, R]{Req: q, done: done}
+	c.EnqueueCall(&Call[Q, R]{Req: q}, timeout, done)
+}
+
+// EnqueueCall is Enqueue for a call whose Req is set and which was never
+// queued before.
+func (c *Conn[Q, R]) EnqueueCall(k *Call[Q, R], timeout time.Duration, done func(R, error)) {
+	k.done = done
 	c.waiting = append(c.waiting, k)
 	if timeout > 0 {
 		k.timer = c.e.AfterFunc(timeout, func() { c.timedOut(k) })
@@ -209,6 +220,9 @@ func (c *Conn[Q, R]) End(i int, resp R, err error) {
 	c.inflight = c.inflight[:n]
 	k.finished = true
 	c.stopTimer(k)
+	if err != nil {
+		err = c.proto.Failed(k.Req, err)
+	}
 	k.done(resp, err)
 }
 
@@ -334,6 +348,9 @@ func (c *Conn[Q, R]) finish(k *Call[Q, R], err error) {
 	}
 	k.finished = true
 	c.stopTimer(k)
+	if err != nil {
+		err = c.proto.Failed(k.Req, err)
+	}
 	var zero R
 	k.done(zero, err)
 }

@@ -78,8 +78,9 @@ func (c *client) call(req byte, timeout time.Duration) {
 
 type proto struct{ c *client }
 
-func (p proto) Dialed(env.ConnID) { p.c.dialed++ }
-func (p proto) Forget(env.ConnID) { p.c.forgotten++ }
+func (p proto) Dialed(env.ConnID)              { p.c.dialed++ }
+func (p proto) Forget(env.ConnID)              { p.c.forgotten++ }
+func (p proto) Failed(_ byte, err error) error { return err }
 func (p proto) Handshake(conn env.ConnID) bool {
 	if !p.c.handshake {
 		return true

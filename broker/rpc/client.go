@@ -71,7 +71,10 @@ type Client struct {
 	format   *kmsg.RequestFormatter // carries opts.ClientID
 }
 
+// call is one request; it embeds the Conn's record of it (its Req is the
+// call itself).
 type call struct {
+	inflight.Call[*call, kmsg.Response]
 	req      kmsg.Request
 	corr     int32
 	noAnswer bool
@@ -125,23 +128,22 @@ func (c *Client) Send(req kmsg.Request, done func(error)) {
 }
 
 func (c *Client) enqueue(k *call, timeout time.Duration, done func(kmsg.Response, error)) {
-	done = c.wrap(k.req, done)
 	if c.conn.Shut() {
-		done(nil, ErrNotSent)
+		done(nil, c.failed(k.req, ErrNotSent))
 		return
 	}
-	c.conn.Enqueue(k, timeout, done)
+	k.Req = k
+	c.conn.EnqueueCall(&k.Call, timeout, done)
 }
 
-// wrap makes every error done gets a *CallError naming the API and server.
-func (c *Client) wrap(req kmsg.Request, done func(kmsg.Response, error)) func(kmsg.Response, error) {
-	return func(resp kmsg.Response, err error) {
-		if err != nil {
-			err = &CallError{Addr: c.addr, API: kmsg.NameForKey(req.Key()), Err: err}
-		}
-		done(resp, err)
-	}
+// failed is the *CallError every error a call ends with is, naming the
+// API and server.
+func (c *Client) failed(req kmsg.Request, err error) error {
+	return &CallError{Addr: c.addr, API: kmsg.NameForKey(req.Key()), Err: err}
 }
+
+// Failed makes every error a call ends with a *CallError (failed).
+func (p protocol) Failed(k *call, err error) error { return p.c.failed(k.req, err) }
 
 // protocol is the Kafka protocol as the inflight.Conn sees it.
 type protocol struct{ c *Client }
@@ -157,7 +159,7 @@ func (p protocol) Handshake(conn env.ConnID) bool {
 	req.SetVersion(0) // understood by every server; v0 needs no client software fields
 	c.corr++
 	k := &call{req: req, corr: c.corr}
-	c.conn.Push(k, c.wrap(req, c.negotiated))
+	c.conn.Push(k, c.negotiated)
 	c.e.Send(conn, wire.AppendRequestWith(nil, c.format, req, c.corr))
 	return false
 }

@@ -91,6 +91,17 @@ func TestUnansweredRequestTimesOutIndefinitely(t *testing.T) {
 	require.True(t, errors.Is(errs[0], ErrTimeout))
 	require.True(t, Indefinite(errs[0]))
 	require.True(t, errors.Is(errs[1], ErrTimeout), "the request behind a lost answer fails with it: %v", errs[1])
+	requireCallError(t, errs[0], "DescribeConfigs")
+	requireCallError(t, errs[1], "Metadata")
+}
+
+// requireCallError: every error a call ends with names its API and server.
+func requireCallError(t *testing.T, err error, api string) {
+	t.Helper()
+	var ce *CallError
+	require.True(t, errors.As(err, &ce), "%v is not a *CallError", err)
+	require.Equal(t, api, ce.API)
+	require.Equal(t, "server", ce.Addr)
 }
 
 func TestRequestToDeadServerIsNotSent(t *testing.T) {
@@ -104,6 +115,7 @@ func TestRequestToDeadServerIsNotSent(t *testing.T) {
 	require.NoError(t, w.RunFor(time.Second))
 	require.True(t, errors.Is(err, ErrNotSent), "%v", err)
 	require.False(t, Indefinite(err))
+	requireCallError(t, err, "Metadata")
 }
 
 func TestServerCrashMidRequestIsIndefinite(t *testing.T) {
@@ -118,6 +130,7 @@ func TestServerCrashMidRequestIsIndefinite(t *testing.T) {
 	require.NoError(t, w.RunFor(time.Second))
 	require.True(t, errors.Is(err, ErrDisconnected), "%v", err)
 	require.True(t, Indefinite(err))
+	requireCallError(t, err, "Metadata")
 }
 
 func TestClientRedialsAfterServerRestart(t *testing.T) {

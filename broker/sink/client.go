@@ -222,9 +222,10 @@ func (c *Client) enqueue(req *request, timeout time.Duration, done func(*respons
 // handshake, a frame per call.
 type protocol struct{ e env.Env }
 
-func (protocol) Dialed(env.ConnID)         {}
-func (protocol) Forget(env.ConnID)         {}
-func (protocol) Handshake(env.ConnID) bool { return true }
+func (protocol) Dialed(env.ConnID)               {}
+func (protocol) Forget(env.ConnID)               {}
+func (protocol) Handshake(env.ConnID) bool       { return true }
+func (protocol) Failed(_ *call, err error) error { return err }
 
 func (p protocol) Send(conn env.ConnID, k *call) (bool, error) {
 	p.e.Send(conn, k.frame)
