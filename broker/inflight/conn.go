@@ -218,12 +218,7 @@ func (c *Conn[Q, R]) End(i int, resp R, err error) {
 	n := i + copy(c.inflight[i:], c.inflight[i+1:]) // in place: callers end at most one call per pass over Inflight
 	c.inflight[n] = nil
 	c.inflight = c.inflight[:n]
-	k.finished = true
-	c.stopTimer(k)
-	if err != nil {
-		err = c.proto.Failed(k.Req, err)
-	}
-	k.done(resp, err)
+	c.end(k, resp, err)
 }
 
 func (c *Conn[Q, R]) timedOut(k *Call[Q, R]) {
@@ -346,13 +341,18 @@ func (c *Conn[Q, R]) finish(k *Call[Q, R], err error) {
 	if k.finished {
 		return
 	}
+	var zero R
+	c.end(k, zero, err)
+}
+
+// end ends k with resp or err, the protocol's (Protocol.Failed).
+func (c *Conn[Q, R]) end(k *Call[Q, R], resp R, err error) {
 	k.finished = true
 	c.stopTimer(k)
 	if err != nil {
 		err = c.proto.Failed(k.Req, err)
 	}
-	var zero R
-	k.done(zero, err)
+	k.done(resp, err)
 }
 
 func (c *Conn[Q, R]) stopTimer(k *Call[Q, R]) {

@@ -142,14 +142,14 @@ func (c *Client) failed(req kmsg.Request, err error) error {
 	return &CallError{Addr: c.addr, API: kmsg.NameForKey(req.Key()), Err: err}
 }
 
-// Failed makes every error a call ends with a *CallError (failed).
-func (p protocol) Failed(k *call, err error) error { return p.c.failed(k.req, err) }
-
 // protocol is the Kafka protocol as the inflight.Conn sees it.
 type protocol struct{ c *Client }
 
 func (p protocol) Dialed(conn env.ConnID) { p.c.router.clients[conn] = p.c }
 func (p protocol) Forget(conn env.ConnID) { delete(p.c.router.clients, conn) }
+
+// Failed makes every error a call ends with a *CallError (failed).
+func (p protocol) Failed(k *call, err error) error { return p.c.failed(k.req, err) }
 
 // Handshake asks for the server's versions first: nothing else is sent
 // until the answer came (KIP-35).
