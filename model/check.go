@@ -25,12 +25,15 @@ func CheckLogVerbose(l Log, timeout time.Duration) (porcupine.CheckResult, porcu
 	return porcupine.CheckOperationsVerbose(m, l.Operations(), timeout)
 }
 
-// CheckOffsets runs porcupine on one committed-offset register.
+// CheckOffsets runs porcupine on one committed-offset register, on the
+// operations that can decide it (Observed): its verdict is porcupine's on
+// the whole register, without a search that branches on every commit that
+// may or may not have taken effect.
 func CheckOffsets(r OffsetRegister, timeout time.Duration) porcupine.CheckResult {
 	mustTimeout("CheckOffsets", timeout)
 	m := OffsetModel()
 	m.Partition = nil
-	return porcupine.CheckOperationsTimeout(m, r.Ops, timeout)
+	return porcupine.CheckOperationsTimeout(m, r.Observed(), timeout)
 }
 
 func mustTimeout(fn string, timeout time.Duration) {

@@ -73,6 +73,42 @@ func OffsetModel() porcupine.Model {
 	}
 }
 
+// Observed is the register's operations without the writes that may not
+// have taken effect (a commit whose outcome is unknown: it never returns)
+// and whose offset no read returned. Leaving those out changes no verdict:
+// a linearization without such a write is one of the whole register (a
+// write that never returns may take effect last, after every read), and a
+// linearization with it stays one when it is taken out, because no read
+// sits between it and the next write (that read would have returned its
+// offset). What it saves is the search: porcupine otherwise tries every
+// subset of the unknown commits, and a consumer that loses its coordinator
+// leaves dozens (pipeline-auto-commit seed 4: 31 of 56 commits).
+func (r OffsetRegister) Observed() []porcupine.Operation {
+	read := map[int64]bool{}
+	unread := 0
+	for _, op := range r.Ops {
+		if !op.Input.(OffsetInput).Write {
+			read[op.Output.(OffsetOutput).Offset] = true
+		}
+	}
+	for _, op := range r.Ops {
+		if in := op.Input.(OffsetInput); in.Write && op.Return == history.Never && !read[in.Offset] {
+			unread++
+		}
+	}
+	if unread == 0 {
+		return r.Ops
+	}
+	ops := make([]porcupine.Operation, 0, len(r.Ops)-unread)
+	for _, op := range r.Ops {
+		if in := op.Input.(OffsetInput); in.Write && op.Return == history.Never && !read[in.Offset] {
+			continue
+		}
+		ops = append(ops, op)
+	}
+	return ops
+}
+
 // OffsetRegisters splits a valid history into committed-offset registers,
 // sorted by group then topic-partition. Writes come from commits and from
 // transactions' offsets (ok: definite; info: may take effect any time after
