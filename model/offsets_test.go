@@ -25,7 +25,7 @@ func TestPropertyUnreadUnknownCommitsDecideNothing(t *testing.T) {
 			call := rapid.Int64Range(0, 40).Draw(t, "call")
 			ret := call + rapid.Int64Range(0, 10).Draw(t, "length")
 			off := rapid.Int64Range(-1, 3).Draw(t, "offset") // -1: NoOffset
-			proc := string(rune('a' + i))                     // one process an operation: any overlap
+			proc := string(rune('a' + i))                    // one process an operation: any overlap
 			if rapid.Bool().Draw(t, "fetch") {
 				h = append(h, history.Op{ID: id, Process: proc, Kind: history.KindOffsetFetch, Call: call, Return: ret, Outcome: history.OK,
 					OffsetFetch: &history.OffsetFetch{Group: "g", Offsets: []history.PartitionOffset{{TP: tp0, Offset: off}}}})
