@@ -159,3 +159,29 @@ func BenchmarkLogCheck(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkValidateAndResolve times the first phase of Check on the
+// histories of BenchmarkCheck: validating every operation and resolving
+// the history into the flat arrays every later phase reads
+// (model.ValidateAndResolve). It is the phase that reads the whole history
+// from memory, so it is where a million-operation check pays its cache
+// misses.
+func BenchmarkValidateAndResolve(b *testing.B) {
+	for _, ops := range []int{100_000, 1_000_000} {
+		for _, parts := range []int{1, 64} {
+			b.Run(fmt.Sprintf("ops=%d/partitions=%d", ops, parts), func(b *testing.B) {
+				h := benchHistory(ops, parts)
+				runtime.GC()
+				cpu0 := cpuTime()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if _, err := model.ValidateAndResolve(h); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				b.ReportMetric((cpuTime()-cpu0).Seconds()/float64(b.N), "cpu-s/op")
+			})
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"errors"
 	"slices"
 	"sort"
 
@@ -225,11 +226,22 @@ func ValidateAndResolve(h history.History) (*Resolution, error) {
 	if err != nil {
 		return nil, err
 	}
-	return resolve(h, v, v.Index())
+	v.DeferContents() // checked as resolve reads them
+	r, err := resolve(h, v, v.Index())
+	if err != nil {
+		return nil, h.Validate() // the first violation, as Validate names it
+	}
+	return r, nil
 }
 
+// errInvalid is what resolve returns when it finds a violation;
+// ValidateAndResolve names it.
+var errInvalid = errors.New("model: invalid history")
+
 // resolve is Resolve, validating each operation with v first if v is not
-// nil; index is h's.
+// nil, and the contents v defers (DeferContents) as it reads them; index
+// is h's. It returns errInvalid or v's error at the first violation it
+// finds, which need not be the first in history order.
 func resolve(h history.History, v *history.Validation, index history.Index) (*Resolution, error) {
 	var parts partitionTable
 	var sends, values, polls, reads, records int
@@ -275,6 +287,9 @@ func resolve(h history.History, v *history.Validation, index history.Index) (*Re
 			continue
 		}
 		s := op.Send
+		if v != nil && !history.ValidMessages(s.Messages) {
+			return nil, errInvalid
+		}
 		b := parts.get(s.TP)
 		sent := Sent{Op: op.ID, Pos: int32(i), Part: b.id, Append: -1, Value: b.nextValue, Count: int32(len(s.Messages)),
 			Call: op.Call, Return: op.Return, OK: op.Outcome == history.OK, Failed: op.Outcome == history.Fail,
@@ -307,6 +322,9 @@ func resolve(h history.History, v *history.Validation, index history.Index) (*Re
 			first := int32(len(r.Reads))
 			for k := range p.Fetched {
 				if f := &p.Fetched[k]; len(f.Records) > 0 {
+					if v != nil && !history.ValidRecords(f.Records) {
+						return nil, errInvalid
+					}
 					r.read(parts.get(f.TP), op, i, false, f.From, p.Isolation == history.ReadCommitted, f.LastStable, f.Records)
 				}
 			}

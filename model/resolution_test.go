@@ -175,6 +175,29 @@ func TestValidatingWhileResolvingIsValidateThenResolve(t *testing.T) {
 			s.Messages = []history.Message{{}}
 			h[i].Send = &s
 		}),
+		// Message values and polled records are checked as they are
+		// resolved, after every operation's other fields: an early bad
+		// value is still the error named before a later bad field.
+		"an empty value early, a bad op late": broken(func(h history.History) {
+			i := sendAt(h, 100)
+			s := *h[i].Send
+			s.Messages = []history.Message{{}}
+			h[i].Send = &s
+			h[1900].Process = ""
+		}),
+		"a record at a negative offset early, a bad op late": broken(func(h history.History) {
+			for i := 50; ; i++ {
+				if p := h[i].Poll; p != nil && len(p.Fetched) > 0 && len(p.Fetched[0].Records) > 0 {
+					c := *p
+					c.Fetched = slices.Clone(p.Fetched)
+					c.Fetched[0].Records = slices.Clone(c.Fetched[0].Records)
+					c.Fetched[0].Records[0].Offset = -3
+					h[i].Poll = &c
+					break
+				}
+			}
+			h[1900].Process = ""
+		}),
 		"two bad ops": broken(func(h history.History) {
 			h[900].Process = ""
 			h[sendAt(h, 100)].Call = -1
