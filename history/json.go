@@ -73,34 +73,46 @@ func (op *Op) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Write writes h as JSON lines, one operation per line.
+// Write writes h as JSON lines, one operation per line: the bytes
+// encoding/json writes for each (Op.MarshalJSON), written without it.
 func (h History) Write(w io.Writer) error {
-	bw := bufio.NewWriter(w)
+	bw := bufio.NewWriterSize(w, 1<<16)
+	var line []byte
 	for i := range h {
-		b, err := json.Marshal(h[i])
-		if err != nil {
+		line = append(appendOp(line[:0], &h[i]), '\n')
+		if _, err := bw.Write(line); err != nil {
 			return fmt.Errorf("history: writing %s: %w", h[i].String(), err)
 		}
-		bw.Write(b)
-		bw.WriteByte('\n')
 	}
 	return bw.Flush()
 }
 
 // Read reads a history written by Write. Blank lines are skipped; unknown
-// fields are refused (a misspelt field would otherwise vanish silently).
-// Read does not validate; call Validate.
+// fields are refused (a misspelt field would otherwise vanish silently),
+// and so are a field given twice and a name in another case than the
+// format's. Whatever Read accepts, encoding/json reads the same way
+// (Op.UnmarshalJSON). Read does not validate; call Validate.
 func Read(r io.Reader) (History, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	var h History
+	var d decoder
+	var long []byte // a line longer than the reader's buffer
 	for line := 1; ; line++ {
-		b, err := br.ReadBytes('\n')
-		if len(bytes.TrimSpace(b)) > 0 {
-			var op Op
-			if uerr := json.Unmarshal(b, &op); uerr != nil {
-				return nil, fmt.Errorf("history: line %d: %w", line, uerr)
+		b, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long[:0], b...)
+			for errors.Is(err, bufio.ErrBufferFull) {
+				b, err = br.ReadSlice('\n')
+				long = append(long, b...)
 			}
-			h = append(h, op)
+			b = long
+		}
+		if len(bytes.TrimSpace(b)) > 0 {
+			d.b, d.i = b, 0
+			h = append(h, Op{})
+			if derr := d.op(&h[len(h)-1]); derr != nil {
+				return nil, fmt.Errorf("history: line %d: %w", line, derr)
+			}
 		}
 		if errors.Is(err, io.EOF) {
 			return h, nil
