@@ -22,10 +22,9 @@ import (
 // million operations share a handful of them instead of holding a copy
 // each.
 type decoder struct {
-	b      []byte
-	i      int
-	strs   map[string]string // the interned strings
-	shared bool              // the next string read is interned
+	b    []byte
+	i    int
+	strs map[string]string // the interned strings
 }
 
 // errSyntax is wrapped with where the decoder stopped.
@@ -179,9 +178,12 @@ func (d *decoder) elements(empty func(), element func() error) error {
 // control character or non-ASCII byte is taken as it is; any other goes
 // through encoding/json, so escapes and invalid UTF-8 read as it reads
 // them.
-func (d *decoder) str(s *string) error {
-	shared := d.shared
-	d.shared = false
+func (d *decoder) str(s *string) error { return d.text(s, false) }
+
+// sharedStr is str for a string of the few that recur: it is interned.
+func (d *decoder) sharedStr(s *string) error { return d.text(s, true) }
+
+func (d *decoder) text(s *string, shared bool) error {
 	if d.null() {
 		return nil
 	}
@@ -238,12 +240,6 @@ func (d *decoder) slowString() (string, error) {
 	}
 	d.i = j + 1
 	return s, nil
-}
-
-// intern marks the next string read as one of the few that recur.
-func (d *decoder) intern() *decoder {
-	d.shared = true
-	return d
 }
 
 // integer reads a JSON number that is an integer of bits bits (null
@@ -340,11 +336,11 @@ func (d *decoder) op(op *Op) error {
 			op.ID = ID(n)
 			return err
 		case "process":
-			return d.intern().str(&op.Process)
+			return d.sharedStr(&op.Process)
 		case "node":
-			return d.intern().str(&op.Node)
+			return d.sharedStr(&op.Node)
 		case "kind":
-			return d.intern().str((*string)(&op.Kind))
+			return d.sharedStr((*string)(&op.Kind))
 		case "call":
 			return d.int64(&op.Call)
 		case "return":
@@ -354,7 +350,7 @@ func (d *decoder) op(op *Op) error {
 			}
 			return err
 		case "outcome":
-			return d.intern().str((*string)(&op.Outcome))
+			return d.sharedStr((*string)(&op.Outcome))
 		case "error":
 			return d.str(&op.Error)
 		case "send":
@@ -375,11 +371,11 @@ func (d *decoder) op(op *Op) error {
 				return d.fields("subscribe", func(name string) error {
 					switch name {
 					case "group":
-						return d.intern().str(&p.Group)
+						return d.sharedStr(&p.Group)
 					case "topics":
 						return d.elements(func() { p.Topics = []string{} }, func() error {
 							p.Topics = append(p.Topics, "")
-							return d.intern().str(&p.Topics[len(p.Topics)-1])
+							return d.sharedStr(&p.Topics[len(p.Topics)-1])
 						})
 					}
 					return unknown("subscribe", name)
@@ -390,7 +386,7 @@ func (d *decoder) op(op *Op) error {
 				return d.fields("rebalance", func(name string) error {
 					switch name {
 					case "group":
-						return d.intern().str(&p.Group)
+						return d.sharedStr(&p.Group)
 					case "assigned":
 						return d.tps(&p.Assigned)
 					}
@@ -411,7 +407,7 @@ func (d *decoder) op(op *Op) error {
 				return d.fields("commit", func(name string) error {
 					switch name {
 					case "group":
-						return d.intern().str(&p.Group)
+						return d.sharedStr(&p.Group)
 					case "offsets":
 						return d.offsets(&p.Offsets)
 					}
@@ -423,7 +419,7 @@ func (d *decoder) op(op *Op) error {
 				return d.fields("offset_fetch", func(name string) error {
 					switch name {
 					case "group":
-						return d.intern().str(&p.Group)
+						return d.sharedStr(&p.Group)
 					case "offsets":
 						return d.offsets(&p.Offsets)
 					case "final":
@@ -437,9 +433,9 @@ func (d *decoder) op(op *Op) error {
 				return d.fields("txn", func(name string) error {
 					switch name {
 					case "transactional_id":
-						return d.intern().str(&p.TransactionalID)
+						return d.sharedStr(&p.TransactionalID)
 					case "group":
-						return d.intern().str(&p.Group)
+						return d.sharedStr(&p.Group)
 					case "offsets":
 						return d.offsets(&p.Offsets)
 					case "end_call":
@@ -453,7 +449,7 @@ func (d *decoder) op(op *Op) error {
 				return d.fields("sink_write", func(name string) error {
 					switch name {
 					case "sink":
-						return d.intern().str(&p.Sink)
+						return d.sharedStr(&p.Sink)
 					case "outputs":
 						return d.messages(&p.Outputs)
 					case "offsets":
@@ -473,7 +469,7 @@ func (d *decoder) op(op *Op) error {
 					case "nodes":
 						return d.elements(func() { p.Nodes = []string{} }, func() error {
 							p.Nodes = append(p.Nodes, "")
-							return d.intern().str(&p.Nodes[len(p.Nodes)-1])
+							return d.sharedStr(&p.Nodes[len(p.Nodes)-1])
 						})
 					}
 					return unknown("nemesis", name)
@@ -506,7 +502,7 @@ func (d *decoder) tp(tp *TopicPartition) error {
 	return d.fields("tp", func(name string) error {
 		switch name {
 		case "topic":
-			return d.intern().str(&tp.Topic)
+			return d.sharedStr(&tp.Topic)
 		case "partition":
 			return d.int32(&tp.Partition)
 		}
@@ -602,9 +598,9 @@ func (d *decoder) poll(p *Poll) error {
 	return d.fields("poll", func(name string) error {
 		switch name {
 		case "group":
-			return d.intern().str(&p.Group)
+			return d.sharedStr(&p.Group)
 		case "isolation":
-			return d.intern().str((*string)(&p.Isolation))
+			return d.sharedStr((*string)(&p.Isolation))
 		case "rebalanced":
 			return d.boolean(&p.Rebalanced)
 		case "fetched":
@@ -638,11 +634,11 @@ func (d *decoder) finalRead(p *FinalRead) error {
 	return d.fields("final_read", func(name string) error {
 		switch name {
 		case "sink":
-			return d.intern().str(&p.Sink)
+			return d.sharedStr(&p.Sink)
 		case "tp":
 			return d.tp(&p.TP)
 		case "isolation":
-			return d.intern().str((*string)(&p.Isolation))
+			return d.sharedStr((*string)(&p.Isolation))
 		case "from":
 			return d.int64(&p.From)
 		case "output":
@@ -664,7 +660,7 @@ func (d *decoder) replica(p *Replica) error {
 		case "tp":
 			return d.tp(&p.TP)
 		case "broker":
-			return d.intern().str(&p.Broker)
+			return d.sharedStr(&p.Broker)
 		case "leader":
 			return d.boolean(&p.Leader)
 		case "in_isr":

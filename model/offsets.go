@@ -85,26 +85,25 @@ func OffsetModel() porcupine.Model {
 // leaves dozens (pipeline-auto-commit seed 4: 31 of 56 commits).
 func (r OffsetRegister) Observed() []porcupine.Operation {
 	read := map[int64]bool{}
-	unread := 0
 	for _, op := range r.Ops {
 		if !op.Input.(OffsetInput).Write {
 			read[op.Output.(OffsetOutput).Offset] = true
 		}
 	}
-	for _, op := range r.Ops {
+	var ops []porcupine.Operation // allocated at the first one left out
+	for i, op := range r.Ops {
 		if in := op.Input.(OffsetInput); in.Write && op.Return == history.Never && !read[in.Offset] {
-			unread++
-		}
-	}
-	if unread == 0 {
-		return r.Ops
-	}
-	ops := make([]porcupine.Operation, 0, len(r.Ops)-unread)
-	for _, op := range r.Ops {
-		if in := op.Input.(OffsetInput); in.Write && op.Return == history.Never && !read[in.Offset] {
+			if ops == nil {
+				ops = append(make([]porcupine.Operation, 0, len(r.Ops)-1), r.Ops[:i]...)
+			}
 			continue
 		}
-		ops = append(ops, op)
+		if ops != nil {
+			ops = append(ops, op)
+		}
+	}
+	if ops == nil {
+		return r.Ops
 	}
 	return ops
 }
