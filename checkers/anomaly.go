@@ -169,8 +169,8 @@ func (a *analysis) lostWrite(p *partition, pr *pair, lost map[int32]bool) {
 	}
 	lost[pr.writer] = true
 	a.rep.add("lost-write", Witness{
-		Message: fmt.Sprintf("%q, acknowledged at %s offset %d by op %d, was never read, though op %d read up to offset %d", a.values.str(pr.value), p.tp, p.offset(pr), a.sent(pr.writer), p.boundReader, p.bound),
-		Ops:     a.ref(a.sent(pr.writer), p.boundReader)})
+		Message: fmt.Sprintf("%q, acknowledged at %s offset %d by op %d, was never read, though op %d read up to offset %d", a.values.str(pr.value), p.tp, p.offset(pr), a.sent(pr.writer), a.read(p.boundRead), p.bound),
+		Ops:     a.ref(a.sent(pr.writer), a.read(p.boundRead))})
 }
 
 // failedSend is the first send of a value to p that failed definitely.

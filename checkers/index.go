@@ -49,11 +49,12 @@ type partition struct {
 	needAll, needCommitted []int32
 	multi                  bool // some cell holds two pairs
 	// bound is the highest offset at which a value some read returned
-	// first appears (-1 if none), and boundReader that read.
-	bound       int64
-	boundReader history.ID
-	dups        [][]int32 // the pairs of each value held at two or more offsets, values sorted
-	failed      map[int32]history.ID
+	// first appears (-1 if none), and boundRead that read (in the
+	// resolution's Reads; its operation is looked up only to report it).
+	bound     int64
+	boundRead int32
+	dups      [][]int32 // the pairs of each value held at two or more offsets, values sorted
+	failed    map[int32]history.ID
 }
 
 // valueHome is where a value's pairs are: the first partition holding it
@@ -416,7 +417,7 @@ func (a *analysis) sortCells(p *partition) {
 func (a *analysis) orderValues(p *partition) {
 	var members map[int32][]int32 // group → its pairs, for values at two or more offsets
 	var groups []int32
-	p.bound = -1
+	p.bound, p.boundRead = -1, -1
 	n := len(p.head)
 	p.all, p.committed = make([]int32, n+1), make([]int32, n+1)
 	removable := p.m.Removable
@@ -454,7 +455,7 @@ func (a *analysis) orderValues(p *partition) {
 			}
 			if pr.reader >= 0 {
 				if first := p.offset(&p.pairs[pr.group]); first > p.bound {
-					p.bound, p.boundReader = first, a.read(pr.reader)
+					p.bound, p.boundRead = first, pr.reader
 				}
 			}
 		}

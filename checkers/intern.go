@@ -1,6 +1,16 @@
 package checkers
 
-import "math/bits"
+import (
+	"math/bits"
+	"unsafe"
+
+	"github.com/kafkasim/kafkasim/internal/prefetch"
+)
+
+// hashAhead is how many values ahead internBase asks for a value's bytes
+// while it hashes: they lie wherever the history put them, a cache miss
+// each.
+const hashAhead = 16
 
 // values interns the history's values: each distinct value gets an id, so
 // the checks group and count values in arrays indexed by id instead of
@@ -42,9 +52,11 @@ func (vs *values) str(id int32) string {
 
 // internBase interns every value of base, which walk visits in history
 // order (each send's values in turn), and returns their ids. It hashes them
-// all first, then fills the table one region at a time, each small enough
-// to stay in cache while it fills: filling it in history order would miss
-// the cache at almost every value.
+// all first, in base's order, asking for each value's bytes hashAhead
+// values before it hashes them; then it fills the table one region at a
+// time, each small enough to stay in cache while it fills, in the order
+// walk visits them (filling it in history order would miss the cache at
+// almost every value).
 func (vs *values) internBase(walk func(visit func(i int32))) []int32 {
 	for 3*(len(vs.base)+1) > 2*len(vs.slots) {
 		vs.grow()
@@ -54,11 +66,14 @@ func (vs *values) internBase(walk func(visit func(i int32))) []int32 {
 	mask := uint32(len(vs.slots) - 1)
 	hashes := make([]uint32, len(vs.base))
 	start := make([]int32, (len(vs.slots)>>shift)+1)
-	walk(func(i int32) {
-		h := uint32(hashString(vs.base[i]))
+	for i, v := range vs.base {
+		if j := i + hashAhead; j < len(vs.base) && len(vs.base[j]) > 0 {
+			prefetch.Line(unsafe.Pointer(unsafe.StringData(vs.base[j])))
+		}
+		h := uint32(hashString(v))
 		hashes[i] = h
 		start[(h&mask)>>shift+1]++
-	})
+	}
 	for r := 1; r < len(start); r++ {
 		start[r] += start[r-1]
 	}
