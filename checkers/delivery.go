@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/kafkasim/kafkasim/history"
+	"github.com/kafkasim/kafkasim/internal/prefetch"
 	"github.com/kafkasim/kafkasim/model"
 )
 
@@ -65,6 +67,23 @@ func (a *analysis) intend(k, v, id int32, ack bool) {
 	}
 }
 
+// intentAhead is how many records ahead checkDelivery asks for the intent
+// a record of the final output counts for: the output is in offset order,
+// the intents in history order.
+const intentAhead = 8
+
+// prefetchIntent asks for the intent of sent value v, if it has one.
+func (a *analysis) prefetchIntent(v int32) {
+	if v < 0 {
+		return
+	}
+	if id := a.valueOf[v]; int(id) < len(a.intentOf) {
+		if i := a.intentOf[id]; i >= 0 {
+			prefetch.Line(unsafe.Pointer(&a.intents[i]))
+		}
+	}
+}
+
 // checkDelivery judges the intents intend counted against the final
 // output.
 func (a *analysis) checkDelivery() (stats Stats, notes []string) {
@@ -114,6 +133,9 @@ func (a *analysis) checkDelivery() (stats Stats, notes []string) {
 		store := f.TP.String()
 		first := a.readOf(pos)
 		for j := range f.Records {
+			if k := first + int32(j+intentAhead); int(k) < len(a.r.RecordValues) {
+				a.prefetchIntent(a.r.RecordValues[k])
+			}
 			rec := &f.Records[j]
 			id := int32(-1)
 			if v := a.r.RecordValues[first+int32(j)]; rec.Source == "" && v >= 0 {

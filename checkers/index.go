@@ -3,8 +3,10 @@ package checkers
 import (
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/kafkasim/kafkasim/history"
+	"github.com/kafkasim/kafkasim/internal/prefetch"
 	"github.com/kafkasim/kafkasim/model"
 )
 
@@ -259,6 +261,9 @@ func (a *analysis) survey() {
 	a.consumers.proc = make([]int32, 0, len(a.h)-len(a.r.Sends))
 	polls := int32(0) // in the resolution's Polls, which are in history order
 	for i := range a.h {
+		if j := i + nameAhead; j < len(a.h) && len(a.h[j].Process) > 0 {
+			prefetch.Line(unsafe.Pointer(unsafe.StringData(a.h[j].Process))) // the names are read
+		}
 		op := &a.h[i]
 		switch op.Kind {
 		case history.KindSend:
