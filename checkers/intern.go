@@ -61,7 +61,8 @@ func (vs *values) str(id int32) string {
 // values before it hashes them; then it fills the table one region at a
 // time, each small enough to stay in cache while it fills, in the order
 // walk visits them (filling it in history order would miss the cache at
-// almost every value).
+// almost every value), asking for each value's hash and id hashAhead
+// values ahead: within a region they lie far apart in base.
 func (vs *values) internBase(walk func(visit func(i int32))) []int32 {
 	for 3*(len(vs.base)+1) > 2*len(vs.slots) {
 		vs.grow()
@@ -89,7 +90,11 @@ func (vs *values) internBase(walk func(visit func(i int32))) []int32 {
 		start[r]++
 	})
 	ids := make([]int32, len(vs.base))
-	for _, i := range byRegion {
+	for k, i := range byRegion {
+		if j := k + hashAhead; j < len(byRegion) { // in history order within a region: far apart in base
+			prefetch.Line(unsafe.Pointer(&hashes[byRegion[j]]))
+			prefetch.Line(unsafe.Pointer(&ids[byRegion[j]]))
+		}
 		ids[i] = vs.intern(hashes[i], i)
 	}
 	return ids
