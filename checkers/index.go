@@ -250,6 +250,12 @@ func (a *analysis) settle() {
 	}
 }
 
+// nameAhead is how many operations ahead survey asks for an operation's
+// process name, which it reads (names.id): a history may hold a copy of
+// the name per operation (the history decoder interns them; a recorder or
+// a generator need not).
+const nameAhead = 16
+
 // survey walks the history once for what the resolution does not hold:
 // the transactions that committed, the rare operations, and each
 // process's operations in invocation order.

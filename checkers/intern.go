@@ -12,11 +12,6 @@ import (
 // each.
 const hashAhead = 16
 
-// nameAhead is how many operations ahead survey asks for an operation's
-// process name, which it reads (names.id): a history may hold a copy of
-// the name per operation.
-const nameAhead = 16
-
 // values interns the history's values: each distinct value gets an id, so
 // the checks group and count values in arrays indexed by id instead of
 // maps keyed by string. Interning every sent value once is the only

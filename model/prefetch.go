@@ -15,9 +15,9 @@ import (
 // cache by the time the next is read through it), so that when a walk
 // reaches an operation what it reads of it is in cache.
 const (
-	aheadPayload = 24 // operations ahead: the payload (Send, Poll)
-	aheadArray   = 16 // the send's messages, or the poll's fetches
-	aheadRecords = 8  // the records of the poll's first fetches
+	payloadAhead = 24 // operations ahead: the payload (Send, Poll)
+	arrayAhead   = 16 // the send's messages, or the poll's fetches
+	recordsAhead = 8  // the records of the poll's first fetches
 )
 
 // prefetchPayload asks for the payload of op j of h, if it is a send or a

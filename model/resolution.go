@@ -246,8 +246,8 @@ func resolve(h history.History, v *history.Validation, index history.Index) (*Re
 	var parts partitionTable
 	var sends, values, polls, reads, records int
 	for i := range h {
-		prefetchPayload(h, i+aheadPayload, "")
-		prefetchFetches(h, i+aheadArray)
+		prefetchPayload(h, i+payloadAhead, "")
+		prefetchFetches(h, i+arrayAhead)
 		if v != nil {
 			if err := v.Op(i); err != nil {
 				return nil, err
@@ -284,8 +284,8 @@ func resolve(h history.History, v *history.Validation, index history.Index) (*Re
 	}
 	r.Index = index
 	for i := range h {
-		prefetchPayload(h, i+aheadPayload, history.KindSend)
-		prefetchMessages(h, i+aheadArray)
+		prefetchPayload(h, i+payloadAhead, history.KindSend)
+		prefetchMessages(h, i+arrayAhead)
 		op := &h[i]
 		if op.Kind != history.KindSend {
 			continue
@@ -319,9 +319,9 @@ func resolve(h history.History, v *history.Validation, index history.Index) (*Re
 	}
 	r.claim(parts.builds)
 	for i := range h {
-		prefetchPayload(h, i+aheadPayload, history.KindPoll)
-		prefetchFetches(h, i+aheadArray)
-		prefetchRecords(h, i+aheadRecords)
+		prefetchPayload(h, i+payloadAhead, history.KindPoll)
+		prefetchFetches(h, i+arrayAhead)
+		prefetchRecords(h, i+recordsAhead)
 		op := &h[i]
 		switch op.Kind {
 		case history.KindPoll:
