@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"slices"
 )
 
 // opJSON is Op on the wire: "return" is absent for an operation that never
@@ -87,6 +89,60 @@ func (h History) Write(w io.Writer) error {
 	return bw.Flush()
 }
 
+// remaining is how many bytes r has left to read, if it can say (a
+// regular file, or a reader with a Len such as bytes.Reader); -1 if not.
+func remaining(r io.Reader) int64 {
+	switch r := r.(type) {
+	case interface{ Len() int }:
+		return int64(r.Len())
+	case *os.File:
+		fi, err := r.Stat()
+		if err != nil || !fi.Mode().IsRegular() {
+			return -1
+		}
+		at, err := r.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return -1
+		}
+		return fi.Size() - at
+	}
+	return -1
+}
+
+// room decides how much room Read makes for a history as it grows. When
+// the history is full it makes room for as many more operations as the
+// bytes left hold at the length of the lines read since it last grew, with
+// 5% to spare, but at most as many as it holds: the lines left may be
+// longer (a history's final reads, last, hold whole partitions). So the
+// history doubles until a last step that fits it, where append grows a
+// large slice by 1.25x, copying it many more times and leaving up to a
+// quarter unused. Reading 100,000 operations from a bytes.Reader allocated
+// 195 MB, 123 MB with this; kafkasim check of a 1M-operation file held
+// 1.45 GB resident, 1.25 GB with this. A line is never reckoned shorter
+// than 64 bytes (an operation's is longer), so a file of short lines
+// cannot make it reserve more than a few times the file's size.
+type room struct {
+	size int64 // the bytes the reader held when Read began, -1 if unknown
+	read int64 // the bytes read since
+	// the bytes read and the operations held when the history last grew
+	markRead int64
+	markOps  int
+}
+
+// more is how many more operations to make room for, n being held.
+func (r *room) more(n int) int {
+	const minLine = 64
+	defer func() { r.markRead, r.markOps = r.read, n }()
+	switch {
+	case r.size < 0 || r.read >= r.size:
+		return 1 // append's growth
+	case n < 1024:
+		return 1024 - n // until the lines' length is known
+	}
+	perOp := max(float64(r.read-r.markRead)/float64(n-r.markOps), minLine)
+	return min(int(float64(r.size-r.read)/perOp*1.05)+64, n)
+}
+
 // Read reads a history written by Write. Blank lines are skipped; unknown
 // fields are refused (a misspelt field would otherwise vanish silently),
 // and so are a field given twice and a name in another case than the
@@ -94,6 +150,7 @@ func (h History) Write(w io.Writer) error {
 // (Op.UnmarshalJSON). Read does not validate; call Validate.
 func Read(r io.Reader) (History, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
+	room := room{size: remaining(r)}
 	var h History
 	var d decoder
 	var long []byte // a line longer than the reader's buffer
@@ -107,8 +164,12 @@ func Read(r io.Reader) (History, error) {
 			}
 			b = long
 		}
+		room.read += int64(len(b))
 		if len(bytes.TrimSpace(b)) > 0 {
 			d.b, d.i = b, 0
+			if len(h) == cap(h) {
+				h = slices.Grow(h, room.more(len(h)))
+			}
 			h = append(h, Op{})
 			if derr := d.op(&h[len(h)-1]); derr != nil {
 				return nil, fmt.Errorf("history: line %d: %w", line, derr)
