@@ -264,7 +264,20 @@ func (d *decoder) integer(bits int) (int64, bool, error) {
 	if j < len(d.b) && (d.b[j] == '.' || d.b[j] == 'e' || d.b[j] == 'E') {
 		return 0, false, d.fail("integer expected")
 	}
-	v, err := strconv.ParseInt(string(d.b[start:j]), 10, bits)
+	if j-digits <= 18 { // cannot overflow int64: add the digits up here
+		v := int64(0)
+		for _, c := range d.b[digits:j] {
+			v = v*10 + int64(c-'0')
+		}
+		if digits > start {
+			v = -v
+		}
+		if bits == 64 || (v >= -1<<(bits-1) && v < 1<<(bits-1)) {
+			d.i = j
+			return v, true, nil
+		}
+	}
+	v, err := strconv.ParseInt(string(d.b[start:j]), 10, bits) // too long, or out of range: strconv says which
 	if err != nil {
 		return 0, false, fmt.Errorf("%w: %s does not fit %d bits at column %d", errSyntax, d.b[start:j], bits, start+1)
 	}
