@@ -25,6 +25,17 @@ type decoder struct {
 	b    []byte
 	i    int
 	strs map[string]string // the interned strings
+	// recent holds interned strings by a cheap key of their bytes (recentKey),
+	// the last seen at each: the few that recur are found without hashing.
+	recent [64]string
+}
+
+// recentKey is where raw's interned string would be in decoder.recent.
+func recentKey(raw []byte) int {
+	if len(raw) == 0 {
+		return 0
+	}
+	return (len(raw)*31 + int(raw[0])*7 + int(raw[len(raw)-1])) & 63
 }
 
 // errSyntax is wrapped with where the decoder stopped.
@@ -200,11 +211,18 @@ func (d *decoder) text(s *string, shared bool) error {
 				*s = string(raw)
 				return nil
 			}
-			if v, ok := d.strs[string(raw)]; ok { // no copy for the lookup
+			k := recentKey(raw)
+			if v := d.recent[k]; v == string(raw) { // no copy for the comparison
+				*s = v
+				return nil
+			}
+			if v, ok := d.strs[string(raw)]; ok { // nor for the lookup
+				d.recent[k] = v
 				*s = v
 				return nil
 			}
 			v := string(raw)
+			d.recent[k] = v
 			if d.strs == nil {
 				d.strs = map[string]string{}
 			}
