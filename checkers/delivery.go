@@ -77,10 +77,8 @@ func (a *analysis) prefetchIntent(v int32) {
 	if v < 0 {
 		return
 	}
-	if id := a.valueOf[v]; int(id) < len(a.intentOf) {
-		if i := a.intentOf[id]; i >= 0 {
-			prefetch.Line(unsafe.Pointer(&a.intents[i]))
-		}
+	if i := a.intentOf[a.valueOf[v]]; i >= 0 { // a sent value's id is its first copy's index
+		prefetch.Line(unsafe.Pointer(&a.intents[i]))
 	}
 }
 
